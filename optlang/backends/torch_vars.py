@@ -1,0 +1,67 @@
+"""Torch helpers shared by the continuous backends: variable tensors and domain projections."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import torch
+
+from optlang.backends.base import RunContext
+from optlang.problem import Domain, Variable
+
+
+def init_tensors(variables: Iterable[Variable], ctx: RunContext, requires_grad: bool = True) -> dict[str, torch.Tensor]:
+    """Feasible seeded starting tensors for the variables, on ctx.device in ctx.dtype."""
+    rng = ctx.generator()
+    out = {}
+    for v in variables:
+        t = torch.as_tensor(v.initial(rng), dtype=ctx.dtype, device=ctx.device).reshape(v.shape).clone()
+        out[v.name] = t.requires_grad_(requires_grad)
+    return out
+
+
+def project(domain: Domain, x: torch.Tensor) -> torch.Tensor:
+    """Euclidean projection of x onto the domain (differentiable where the projection is)."""
+    if domain.kind == "box":
+        lo = None if np.isinf(domain.lo) else domain.lo
+        hi = None if np.isinf(domain.hi) else domain.hi
+        return torch.clamp(x, min=lo, max=hi)
+    if domain.kind == "ball":
+        nrm = torch.linalg.vector_norm(x)
+        scale = torch.clamp(domain.radius / torch.clamp(nrm, min=1e-30), max=1.0)
+        return x * scale
+    if domain.kind == "simplex":
+        flat = x.reshape(-1)
+        u, _ = torch.sort(flat, descending=True)
+        css = torch.cumsum(u, 0) - 1.0
+        idx = torch.arange(1, flat.numel() + 1, device=x.device, dtype=x.dtype)
+        cond = (u - css / idx) > 0
+        rho = int(torch.nonzero(cond).max())
+        theta = css[rho] / (rho + 1.0)
+        return torch.clamp(flat - theta, min=0.0).reshape(x.shape)
+    return x
+
+
+@torch.no_grad()
+def project_all_(variables: Iterable[Variable], tensors: dict[str, torch.Tensor]) -> None:
+    """Project every tensor onto its variable's domain, in place."""
+    for v in variables:
+        if v.domain.kind != "free":
+            tensors[v.name].copy_(project(v.domain, tensors[v.name]))
+
+
+def to_numpy(tensors: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """Detached float64 numpy copies (what RawSolution.values holds)."""
+    return {k: t.detach().to("cpu", torch.float64).numpy().copy() for k, t in tensors.items()}
+
+
+def finite(*xs: torch.Tensor | float) -> bool:
+    """True when every value is finite (the divergence test every loop runs)."""
+    for x in xs:
+        if isinstance(x, torch.Tensor):
+            if not bool(torch.isfinite(x).all()):
+                return False
+        elif not np.isfinite(x):
+            return False
+    return True

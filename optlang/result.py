@@ -1,0 +1,154 @@
+"""Result: the one frozen answer type every backend's solution becomes, re-verified from the IR.
+
+The objective is recomputed in float64 from the user's model, never copied from the solver;
+the backend's own value, bound and checks are kept beside it. JSON round-trips exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from optlang.backends.base import Status
+
+
+@dataclass(frozen=True)
+class Check:
+    """One certificate check: passed or not, and what was compared."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Result:
+    """The answer of one solve, in the user's terms (user variables, user sense).
+
+    objective: recomputed from the model in float64 (maximize models report the maximized value).
+    bound: a proven bound in the user's sense (upper for maximize, lower for minimize) or None.
+    gap: |bound - objective| / max(1, |objective|) when a bound is known.
+    """
+
+    status: Status
+    objective: float | None
+    values: dict[str, np.ndarray]
+    backend: str
+    kind: str
+    sense: str = "minimize"
+    bound: float | None = None
+    gap: float | None = None
+    plan: str = ""
+    timing: dict[str, float] = field(default_factory=dict)  # compile, solve, total (seconds)
+    iterations: int = 0
+    history: tuple[tuple[float, float, float | None], ...] = ()
+    checks: tuple[Check, ...] = ()
+    device: str = "cpu"
+    seed: int = 0
+    model: str = ""
+    backend_objective: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """A solution is present and every certificate check passed."""
+        return self.status.has_solution and all(c.passed for c in self.checks)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.values[name]
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "objective": _num(self.objective),
+            "bound": _num(self.bound),
+            "gap": _num(self.gap),
+            "values": {k: np.asarray(v).tolist() for k, v in self.values.items()},
+            "backend": self.backend,
+            "plan": self.plan,
+            "timing": dict(self.timing),
+            "history": [[t, _num(o), _num(b)] for t, o, b in self.history],
+            "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
+            "kind": self.kind,
+            "sense": self.sense,
+            "iterations": self.iterations,
+            "device": self.device,
+            "seed": self.seed,
+            "model": self.model,
+            "backend_objective": _num(self.backend_objective),
+            "info": _jsonable(self.info),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Result:
+        return Result(
+            status=Status(d["status"]),
+            objective=_unnum(d.get("objective")),
+            values={k: np.asarray(v, dtype=np.float64) for k, v in d.get("values", {}).items()},
+            backend=d["backend"],
+            kind=d.get("kind", ""),
+            sense=d.get("sense", "minimize"),
+            bound=_unnum(d.get("bound")),
+            gap=_unnum(d.get("gap")),
+            plan=d.get("plan", ""),
+            timing=dict(d.get("timing", {})),
+            iterations=int(d.get("iterations", 0)),
+            history=tuple((float(t), _unnum(o), _unnum(b)) for t, o, b in d.get("history", [])),
+            checks=tuple(Check(c["name"], bool(c["passed"]), c.get("detail", "")) for c in d.get("checks", [])),
+            device=d.get("device", "cpu"),
+            seed=int(d.get("seed", 0)),
+            model=d.get("model", ""),
+            backend_objective=_unnum(d.get("backend_objective")),
+            info=d.get("info", {}),
+        )
+
+    @staticmethod
+    def from_json(text: str) -> Result:
+        return Result.from_dict(json.loads(text))
+
+    def summary(self) -> str:
+        obj = "—" if self.objective is None else f"{self.objective:.10g}"
+        s = f"{self.status.value}: objective {obj}"
+        if self.bound is not None:
+            s += f", bound {self.bound:.10g}, gap {self.gap:.3%}" if self.gap is not None else f", bound {self.bound:.10g}"
+        return s + f" ({self.backend}, {self.timing.get('total', 0.0):.2f}s)"
+
+
+def _num(x: float | None) -> float | str | None:
+    """JSON has no inf/NaN: write them as strings so they survive the round trip."""
+    if x is None:
+        return None
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _unnum(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.floating, float)):
+        return _num(float(obj))
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    return str(obj)
