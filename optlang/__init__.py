@@ -1,1 +1,12 @@
-"""optlang: a declarative language for bilevel, minimax, Ising/Max-Cut, DRO and multi-objective problems."""
+"""optlang: a declarative language for Ising/Max-Cut, bilevel, minimax, DRO and multi-objective problems.
+
+Public API: load, parse, Model, Result, Status, OptlangError (and its subclasses in optlang.errors).
+"""
+
+from optlang.api import Model, SolveError, load, parse
+from optlang.backends.base import Status
+from optlang.errors import OptlangError
+from optlang.result import Result
+
+__version__ = "0.1.0"
+__all__ = ["load", "parse", "Model", "Result", "Status", "OptlangError", "SolveError", "__version__"]

@@ -1,0 +1,194 @@
+"""The Python API: load/parse a model, plan it, solve it into a re-verified Result."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from optlang.analysis import Form
+from optlang.backends import registry
+from optlang.backends.base import COMMON_OPTIONS, RawSolution, RunContext, Status, interrupt_to_flag
+from optlang.compiler import Compiled, classify, compile_problem
+from optlang.errors import DataError, OptionError, OptlangError, ParseError
+from optlang.ir.lower import lower_source
+from optlang.ir.model import ModelIR
+from optlang.planner import Plan, plan
+from optlang.result import Result
+from optlang.source import Source
+from optlang.verify import verify
+
+
+class SolveError(OptlangError):
+    """A backend failed while solving (a bug or an environment problem, not bad input)."""
+
+    code = "E900"
+
+
+def load(path: str | Path, params: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None) -> Model:
+    """Read a .opt file; params/data override `param`/`data`/`graph` declarations by name."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"model file not found: {path}", None, code="E601") from None
+    except IsADirectoryError:
+        raise DataError(f"{path} is a folder, not a model file", None, code="E601") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        from optlang.source import Span
+
+        err = ParseError(f"the file is not UTF-8 text (byte 0x{raw[e.start]:02x})", Span(line, col, line, col + 1),
+                         hint="save the model as UTF-8", code="E105")
+        err.source = Source(raw.decode("utf-8", errors="replace"), str(path), p.parent)
+        raise err from None
+    return parse(text, base_dir=p.parent, params=params, data=data, path=str(path))
+
+
+def parse(text: str, base_dir: str | Path = ".", params: Mapping[str, Any] | None = None,
+          data: Mapping[str, Any] | None = None, path: str = "<string>") -> Model:
+    """Parse model text (paths in load() are relative to base_dir)."""
+    source = Source(text, path, Path(base_dir))
+    try:
+        ir = lower_source(source, dict(params or {}), dict(data or {}))
+        form = classify(ir)
+    except OptlangError as e:
+        raise e.with_source(source) from None
+    return Model(ir, form)
+
+
+class Model:
+    """A checked, classified model. `plan()` explains the backend choice; `solve()` runs it."""
+
+    def __init__(self, ir: ModelIR, form: Form) -> None:
+        self.ir = ir
+        self.form = form
+
+    @property
+    def name(self) -> str:
+        return self.ir.name
+
+    @property
+    def kind(self) -> str:
+        return self.form.kind
+
+    @property
+    def source_text(self) -> str:
+        return self.ir.source.text
+
+    @property
+    def solver_options(self) -> dict[str, Any]:
+        return dict(self.ir.solver.options) if self.ir.solver else {}
+
+    def __repr__(self) -> str:
+        return f"Model({self.name!r}, kind={self.kind!r})"
+
+    @cached_property
+    def compiled(self) -> Compiled:
+        return compile_problem(self.ir, self.form)
+
+    def plan(self, backend: str | None = None) -> Plan:
+        """Rank the backends for this model; `backend` forces one (an error if it refuses)."""
+        name = backend if backend not in (None, "") else (self.ir.solver.name if self.ir.solver else "auto")
+        span = self.ir.solver.span if self.ir.solver and backend in (None, "") else None
+        try:
+            return plan(self.form, name or "auto", span)
+        except OptlangError as e:
+            raise e.with_source(self.ir.source) from None
+
+    def latex(self) -> str:
+        from optlang.latex import model_latex
+
+        return model_latex(self)
+
+    def solve(self, backend: str | None = None, time_limit: float | None = None, seed: int | None = None,
+              device: str | None = None, options: Mapping[str, Any] | None = None,
+              progress: Callable[[dict[str, Any]], None] | None = None, dtype: str | None = None,
+              max_iter: int | None = None) -> Result:
+        """Solve with the planned (or named) backend; the Result is recomputed from the model."""
+        the_plan = self.plan(backend)
+        b = registry.get(the_plan.chosen)
+        opts: dict[str, Any] = {}
+        if self.ir.solver and self.ir.solver.name in ("auto", the_plan.chosen):
+            opts.update(self.ir.solver.options)
+        opts.update(options or {})
+        common = {k: opts.pop(k) for k in list(opts) if k in COMMON_OPTIONS}
+        time_limit = time_limit if time_limit is not None else common.get("time_limit")
+        seed = seed if seed is not None else int(common.get("seed", 0))
+        device = device or common.get("device", "auto")
+        dtype = dtype or common.get("dtype", "float32")
+        max_iter = max_iter if max_iter is not None else common.get("max_iter")
+        bound_mode = common.get("bound", "none")
+        if bound_mode not in ("none", "sdp", False, None):
+            raise OptionError("bound", f"unknown bound '{bound_mode}'", hint='use bound = "sdp" or "none"',
+                              code="E702")
+        if bound_mode == "sdp" and self.kind not in ("ising", "maxcut"):
+            raise OptionError("bound", 'bound = "sdp" applies to ising and maxcut models only', code="E702")
+        if dtype not in ("float32", "float64"):
+            raise OptionError("dtype", f"unknown dtype '{dtype}'", hint="float32 or float64", code="E702")
+        if time_limit is not None and (not isinstance(time_limit, (int, float)) or time_limit <= 0):
+            raise OptionError("time_limit", f"time_limit must be a positive number, got {time_limit!r}", code="E702")
+        try:
+            backend_options = b.make_options(opts)
+        except OptlangError as e:
+            raise e.with_source(self.ir.source) from None
+
+        t0 = time.perf_counter()
+        compiled = self.compiled
+        t_compile = time.perf_counter() - t0
+        ctx = RunContext(seed=seed, device=device, dtype=dtype, time_limit=time_limit, max_iter=max_iter,
+                         tol=common.get("tol"), progress=progress)
+        _seed_everything(seed)
+        ctx.restart_clock()
+        with interrupt_to_flag(ctx):
+            try:
+                raw = b.solve(compiled.problem, backend_options, ctx)
+            except OptlangError:
+                raise
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # a backend bug must not look like bad input, nor lose the context
+                raise SolveError(f"backend '{b.name}' failed: {type(e).__name__}: {e}", None,
+                                 hint="this is a bug in optlang; please report it with the model") from e
+            if bound_mode == "sdp" and raw.status.has_solution:
+                raw = _add_sdp_bound(compiled, raw, ctx)
+        t_solve = ctx.elapsed()
+        if not raw.history and ctx.history:
+            raw.history = list(ctx.history)
+        return verify(self, compiled, raw, the_plan, b.name, {"compile": t_compile, "solve": t_solve,
+                                                              "total": t_compile + t_solve}, ctx)
+
+
+def _add_sdp_bound(compiled: Compiled, raw: RawSolution, ctx: RunContext) -> RawSolution:
+    from optlang.backends.maxcut_sdp import sdp_bound
+
+    bound = float(sdp_bound(compiled.problem, ctx))
+    if raw.bound is None or bound > raw.bound:
+        raw.bound = bound
+    raw.info["sdp_bound"] = bound
+    return raw
+
+
+def _seed_everything(seed: int) -> None:
+    import random
+
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def finite_or_none(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+__all__ = ["load", "parse", "Model", "Result", "Status", "SolveError"]

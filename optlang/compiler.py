@@ -1,0 +1,314 @@
+"""Whole-model checks, classification into a Form, and compilation into a backend Problem.
+
+`classify(ir)` collects every structural error (mixed kinds, cubic spin terms, argmin on other
+variables, ...) and returns the Form the planner reads. `compile_problem(ir, form)` builds the
+lowered problem (IsingProblem or a continuous problem of torch functions) together with the
+inverse map from the backend's solution to the user's variables — the invertible rewrites
+(maximize → minimize, binary → spin, maxcut → ising) live here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optlang.analysis import Form, VarInfo
+from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
+from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
+from optlang.ir.model import ModelIR
+from optlang.ir.nodes import Const, Node, Op, Var
+from optlang.ir.quadratic import QuadraticLowering
+from optlang.ir.types import REAL, SPIN
+from optlang.problem import (
+    BilevelProblem,
+    Constraint,
+    DROProblem,
+    IsingProblem,
+    LinearResidual,
+    MinimaxProblem,
+    MultiObjectiveProblem,
+    Problem,
+    SmoothProblem,
+    TorchFunction,
+    Variable,
+)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A backend-ready problem and how to map its solution back to user variables."""
+
+    problem: Problem
+    to_user: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+    sign: float = 1.0  # user objective = sign * backend objective (maximize → -1)
+    offset: float = 0.0
+
+
+# ---------------------------------------------------------------------------- degree
+def degree(node: Node) -> float:
+    """Polynomial degree in the decision variables (inf when not a polynomial)."""
+    if isinstance(node, Const):
+        return 0
+    if isinstance(node, Var):
+        return 1
+    assert isinstance(node, Op)
+    ds = [degree(a) for a in node.args]
+    a = node.atom
+    if a in ("add", "sub"):
+        return max(ds)
+    if a in ("neg", "index", "transpose", "sum", "mean", "array"):
+        return max(ds)
+    if a in ("mul", "matmul", "dot"):
+        return sum(ds)
+    if a == "div":
+        return ds[0] if ds[1] == 0 else math.inf
+    if a == "pow":
+        exp = node.args[1]
+        if isinstance(exp, Const) and np.ndim(exp.value) == 0 and float(exp.value).is_integer() and exp.value >= 0:
+            return ds[0] * float(exp.value)
+        return math.inf if ds[0] else 0
+    if a in ("square", "sumsq", "quad"):
+        return 2 * ds[0]
+    if a == "cut":
+        return 2 * ds[1]
+    return 0 if max(ds, default=0) == 0 else math.inf
+
+
+def _first_high_degree(node: Node, limit: int) -> Node:
+    """The smallest subexpression whose degree exceeds `limit` (for the error's caret)."""
+    for child in node.children():
+        if degree(child) > limit:
+            return _first_high_degree(child, limit)
+    return node
+
+
+# ---------------------------------------------------------------------------- classify
+def classify(ir: ModelIR) -> Form:
+    """Check the model as a whole and say which kind of problem it is."""
+    errors: list[OptlangError] = []
+    obj = ir.objective
+    discrete = {n for n, v in ir.variables.items() if v.kind != REAL}
+    exprs: list[Node] = []
+    if obj.expr is not None:
+        exprs.append(obj.expr)
+    exprs += [e for _, e in obj.entries]
+    if obj.prefer is not None:
+        exprs.append(obj.prefer)
+    used: set[str] = set()
+    for e in exprs:
+        used |= e.type.vars
+    for c in ir.constraints:
+        used |= c.expr.type.vars | set(c.names)
+
+    argmins = [c for c in ir.constraints if c.sense == "argmin"]
+    general = tuple(c.text or c.sense for c in ir.constraints if c.sense != "argmin")
+    kind = ""
+    n_spins = nnz = 0
+    has_field = False
+    sense = "maximize" if obj.form in ("maximize", "maxcut") else "minimize"
+    deg = None
+
+    if obj.form == "maxcut":
+        kind = "maxcut"
+        g = ir.graphs[obj.graph or ""]
+        n_spins, nnz = g.n, g.W.nnz
+    elif obj.form in ("minimize", "maximize") and (obj.expr is not None and obj.expr.type.vars & discrete):
+        real_used = obj.expr.type.vars - discrete
+        if real_used:
+            errors.append(KindError(
+                f"the objective mixes spin/binary variables with real ones ({', '.join(sorted(real_used))})",
+                obj.expr.span, hint="an Ising/QUBO objective uses spin or binary variables only", code="E403"))
+        deg = degree(obj.expr)
+        if deg > 2:
+            bad = _first_high_degree(obj.expr, 2)
+            errors.append(KindError(
+                f"the objective has degree {'>2' if math.isinf(deg) else int(deg)} in the spin/binary variables",
+                bad.span, hint="Ising and QUBO objectives are polynomials of degree at most 2", code="E401"))
+        kind = "ising"
+        n_spins = sum(int(np.prod(ir.variables[v].shape)) if ir.variables[v].shape else 1 for v in discrete)
+    else:
+        for e in exprs + [c.expr for c in ir.constraints]:
+            bad_vars = e.type.vars & discrete
+            if bad_vars:
+                errors.append(KindError(
+                    f"spin/binary variable{'s' if len(bad_vars) > 1 else ''} {', '.join(sorted(bad_vars))} "
+                    "can only appear in an Ising/QUBO or Max-Cut objective", e.span, code="E404"))
+                break
+        if obj.form == "minimax":
+            kind = "minimax"
+        elif obj.form == "robust":
+            kind = "dro"
+        elif obj.form == "multi":
+            kind = "multiobjective"
+        elif argmins:
+            kind = "bilevel"
+            if obj.form != "minimize":
+                errors.append(ModelError("a bilevel model minimizes its upper level: use `minimize`", obj.span,
+                                         code="E513"))
+            upper_vars = obj.expr.type.vars if obj.expr is not None else frozenset()
+            for c in argmins:
+                if c.over or set(c.names) != set(upper_vars) or not c.expr.type.vars <= set(c.names):
+                    kind = "general_bilevel"
+            if len(argmins) > 1:
+                errors.append(ModelError("only one `argmin` constraint is supported", argmins[1].span, code="E513"))
+        else:
+            kind = "smooth"
+    if argmins and kind not in ("bilevel", "general_bilevel"):
+        errors.append(ModelError(f"an `argmin` constraint needs a plain `minimize` objective, not a {kind} one",
+                                 argmins[0].span, code="E513"))
+    if obj.form == "minimax":
+        others = used - set(obj.over)
+        if not others:
+            errors.append(ModelError("every variable is maximized: nothing is left to minimize", obj.span,
+                                     code="E514"))
+    if errors:
+        for e in errors:
+            e.with_source(ir.source)
+        raise ModelErrors(errors)
+
+    roles = {}
+    if obj.form == "minimax":
+        roles = {n: "max" for n in obj.over}
+    variables = tuple(
+        VarInfo(v.name, v.kind, v.shape, v.domain.kind, roles.get(v.name, "min"))
+        for v in ir.variables.values() if v.name in used or kind == "maxcut"
+    )
+    if kind == "maxcut":
+        variables = (VarInfo("s", SPIN, (n_spins,)),)
+    n_scalar = sum(int(np.prod(v.shape)) if v.shape else 1 for v in variables)
+    n_samples = None
+    for e in exprs:
+        n_samples = n_samples or sample_size(e)
+    amb = obj.ambiguity
+    linear = _linear_residual(obj.expr) if kind == "dro" and obj.expr is not None else None
+    cvx = all(cvxpy_ok(e) for e in exprs) and all(cvxpy_ok(c.expr) for c in ir.constraints)
+    return Form(
+        kind=kind, sense=sense, variables=variables, n_scalar=n_scalar, constraints=general, degree=None if deg is None
+        else int(deg), n_spins=n_spins, nnz=nnz, has_field=has_field, n_samples=n_samples,
+        ambiguity=amb.kind if amb else None, ambiguity_base=amb.base if amb and amb.kind == "target_conditional"
+        else None, linear_residual=linear is not None, cvxpy_ok=cvx, n_objectives=max(1, len(obj.entries)),
+        has_preference=obj.prefer is not None, matrix_vars=any(len(v.shape) == 2 for v in variables),
+    )
+
+
+# ---------------------------------------------------------------------------- linear residual
+def _linear_residual(loss: Node, tables: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
+    """Match ℓ = φ(±(X @ w + b − y)) with φ square/abs; returns (X, y, w, b, φ) or None."""
+    if not isinstance(loss, Op):
+        return None
+    if loss.atom == "pow" and isinstance(loss.args[1], Const) and np.ndim(loss.args[1].value) == 0 \
+            and float(loss.args[1].value) == 2.0:
+        phi, inner = "square", loss.args[0]
+    elif loss.atom in ("square", "abs"):
+        phi, inner = loss.atom, loss.args[0]
+    else:
+        return None
+    terms: list[tuple[float, Node]] = []
+
+    def flatten(n: Node, sign: float) -> bool:
+        if isinstance(n, Op) and n.atom in ("add", "sub"):
+            return flatten(n.args[0], sign) and flatten(n.args[1], sign if n.atom == "add" else -sign)
+        if isinstance(n, Op) and n.atom == "neg":
+            return flatten(n.args[0], -sign)
+        terms.append((sign, n))
+        return True
+
+    flatten(inner, 1.0)
+    X = y = w = b = None
+    signs: dict[str, float] = {}
+    for s, t in terms:
+        if isinstance(t, Op) and t.atom == "matmul" and isinstance(t.args[0], Const) and t.args[0].type.sample \
+                and isinstance(t.args[1], Var) and len(t.args[1].type.shape) == 1 and X is None:
+            X, w, signs["w"] = t.args[0].value, t.args[1].name, s
+        elif isinstance(t, Var) and t.type.shape == () and b is None:
+            b, signs["b"] = t.name, s
+        elif isinstance(t, Const) and t.type.sample and len(t.type.shape) == 1 and y is None:
+            y, signs["y"] = t.value, s
+        else:
+            return None
+    if X is None or y is None or signs["y"] != -signs["w"] or (b is not None and signs["b"] != signs["w"]):
+        return None
+    return (X, y, w, b, phi)
+
+
+# ---------------------------------------------------------------------------- compile
+def real_variables(ir: ModelIR, names: list[str] | tuple[str, ...] | None = None) -> tuple[Variable, ...]:
+    out = []
+    for v in ir.variables.values():
+        if v.kind == REAL and (names is None or v.name in names):
+            out.append(Variable(v.name, v.shape, v.domain))
+    return tuple(out)
+
+
+def _identity(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
+
+
+def _negated(f: TorchFunction) -> TorchFunction:
+    def build(device: Any, dtype: Any) -> Callable[..., Any]:
+        inner = f.compile(device, dtype)
+        return lambda values, batch=None: -inner(values, batch)
+
+    cvx = (lambda var_map: -f.cvxpy(var_map)) if f.cvxpy is not None else None  # type: ignore[misc]
+    return TorchFunction(build, n_samples=f.n_samples, cvxpy=cvx, source=f"-({f.source})")
+
+
+def compile_problem(ir: ModelIR, form: Form) -> Compiled:
+    """Build the backend problem for a classified model."""
+    obj = ir.objective
+    kind = form.kind
+    if kind == "maxcut":
+        g = ir.graphs[obj.graph or ""]
+        return Compiled(IsingProblem.from_maxcut(g.W), lambda v: {"s": np.asarray(v["s"], dtype=np.float64)}, -1.0)
+    if kind == "ising":
+        assert obj.expr is not None
+        disc = [v for v in ir.variables.values() if v.kind != REAL and v.name in obj.expr.type.vars]
+        q = QuadraticLowering(disc)
+        problem = q.ising(obj.expr, negate=obj.form == "maximize")
+        return Compiled(problem, lambda v: q.split(np.asarray(v["s"])), -1.0 if obj.form == "maximize" else 1.0)
+    used = {v.name for v in form.variables}
+    variables = tuple(v for v in real_variables(ir) if v.name in used)
+    if kind == "smooth":
+        assert obj.expr is not None
+        f = torch_function(obj.expr)
+        if obj.form == "maximize":
+            f = _negated(f)
+        cons = tuple(Constraint(torch_function(c.expr), c.sense, c.text) for c in ir.constraints)  # type: ignore[arg-type]
+        return Compiled(SmoothProblem(variables, f, cons), _identity, -1.0 if obj.form == "maximize" else 1.0)
+    if kind == "bilevel":
+        assert obj.expr is not None
+        lower = next(c for c in ir.constraints if c.sense == "argmin")
+        return Compiled(BilevelProblem(variables, torch_function(obj.expr), torch_function(lower.expr)), _identity)
+    if kind == "minimax":
+        assert obj.expr is not None
+        mins = tuple(v for v in variables if v.name not in obj.over)
+        maxs = tuple(v for v in variables if v.name in obj.over)
+        return Compiled(MinimaxProblem(mins, maxs, torch_function(obj.expr)), _identity)
+    if kind == "multiobjective":
+        objs = tuple((name, torch_function(e)) for name, e in obj.entries)
+        pref = torch_function(obj.prefer) if obj.prefer is not None else None
+        return Compiled(MultiObjectiveProblem(variables, objs, pref), _identity)
+    if kind == "dro":
+        assert obj.expr is not None and obj.ambiguity is not None
+        n = int(obj.expr.type.shape[0])
+        targets = None
+        if obj.ambiguity_by is not None:
+            from optlang.ir.evaluate import evaluate_np
+
+            targets = np.asarray(evaluate_np(obj.ambiguity_by, {}), dtype=np.float64)
+        else:
+            table = obj.expr.type.sample
+            if table and ir.tables[table].y is not None:
+                targets = ir.tables[table].y
+        lin = _linear_residual(obj.expr)
+        linear = LinearResidual(lin[0], lin[1], lin[2], lin[3], lin[4] if lin[4] != "square" else "square") \
+            if lin else None
+        if linear is not None and lin[4] not in ("square", "abs"):
+            linear = None
+        problem = DROProblem(variables, torch_function(obj.expr, per_sample=True), obj.ambiguity, n, targets, linear)
+        return Compiled(problem, _identity)
+    raise ModelError(f"no compiler for problem kind '{kind}'", obj.span, code="E599")

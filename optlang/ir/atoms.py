@@ -1,0 +1,407 @@
+"""The table of atoms: every operator and built-in function, one AtomSpec each.
+
+An AtomSpec says how many arguments an atom takes, its shape rule (argument types → result type,
+raising ShapeError with both shapes), and its numpy, torch and (where one exists) cvxpy
+implementations. Adding a function means adding one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from optlang.errors import ShapeError
+from optlang.ir.types import REAL, Type, broadcast, join_sample
+from optlang.source import Span
+
+Infer = Callable[[Sequence[Type], dict[str, Any], Span], Type]
+
+
+@dataclass(frozen=True)
+class AtomSpec:
+    name: str
+    nargs: tuple[int, int]
+    infer: Infer
+    np: Callable[..., Any]
+    torch: Callable[..., Any]
+    doc: str
+    cvx: Callable[..., Any] | None = None
+    infix: str = ""  # operator symbol when the atom is an operator
+    user: bool = True  # callable by name from the language (operators are not)
+    smooth: bool = True  # differentiable almost everywhere with useful gradients
+
+
+ATOMS: dict[str, AtomSpec] = {}
+
+
+def _atom(name: str, nargs: tuple[int, int], infer: Infer, np_fn: Callable[..., Any], torch_fn: Callable[..., Any],
+          doc: str, cvx: Callable[..., Any] | None = None, infix: str = "", user: bool = True) -> None:
+    ATOMS[name] = AtomSpec(name, nargs, infer, np_fn, torch_fn, doc, cvx, infix, user)
+
+
+def _vars(types: Sequence[Type]) -> frozenset[str]:
+    out: frozenset[str] = frozenset()
+    for t in types:
+        out |= t.vars
+    return out
+
+
+def _sample(types: Sequence[Type], span: Span) -> str | None:
+    s: str | None = None
+    for t in types:
+        j = join_sample(s, t.sample)
+        if j is False:
+            raise ShapeError(f"samples of '{s}' and '{t.sample}' cannot be combined elementwise", span,
+                             hint="each expression may range over the rows of one data table")
+        s = j  # type: ignore[assignment]
+    return s
+
+
+def _dense(x: Any) -> Any:
+    return x.toarray() if sp.issparse(x) else x
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+# ------------------------------------------------------------------ shape rules
+def elementwise(types: Sequence[Type], static: dict[str, Any], span: Span, op: str = "") -> Type:
+    shape: tuple[int, ...] | None = ()
+    for t in types:
+        shape = broadcast(shape, t.shape) if shape is not None else None
+        if shape is None:
+            break
+    if shape is None:
+        a, b = types[0], types[1]
+        raise ShapeError(f"shapes do not match for '{op or 'elementwise operation'}': {a.describe()} and {b.describe()}",
+                         span, hint="operands must have equal shapes, or one must be a scalar")
+    sparse = all(t.sparse for t in types) or (op in ("*", "/") and types[0].sparse and not types[1].shape)
+    return Type(REAL, shape, _sample(types, span), sparse, _vars(types))
+
+
+def same(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    t = types[0]
+    return Type(REAL, t.shape, t.sample, False, t.vars)
+
+
+def reduce_(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    return Type(REAL, (), None, False, _vars(types))
+
+
+def reduce_axis(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    axis = static.get("axis")
+    t = types[0]
+    if axis is None:
+        return Type(REAL, (), None, False, t.vars)
+    if not isinstance(axis, int) or not -t.ndim <= axis < max(t.ndim, 1):
+        raise ShapeError(f"axis {axis} is out of range for {t.describe()}", span)
+    axis %= t.ndim
+    shape = tuple(d for i, d in enumerate(t.shape) if i != axis)
+    return Type(REAL, shape, t.sample if axis != 0 else None, False, t.vars)
+
+
+def matmul_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    a, b = types
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"'@' needs vectors or matrices, got {a.describe()} and {b.describe()}", span,
+                         hint="use '*' to multiply by a scalar")
+    k1 = a.shape[-1]
+    k2 = b.shape[0]
+    if k1 != k2:
+        raise ShapeError(f"inner dimensions of '@' differ: {a.describe()} @ {b.describe()} ({k1} vs {k2})", span,
+                         hint="the left operand's columns must equal the right operand's rows")
+    shape = a.shape[:-1] + b.shape[1:]
+    if b.sample and a.ndim == 2:
+        raise ShapeError("a sample axis can only be on the left of '@'", span)
+    sample = a.sample if a.ndim == 2 else None
+    return Type(REAL, shape, sample, False, _vars(types))
+
+
+def transpose_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    t = types[0]
+    if t.sample and t.ndim == 2:
+        raise ShapeError("transposing a sample table moves its sample axis; use mean or sum over it first", span)
+    return Type(t.kind, tuple(reversed(t.shape)), t.sample, t.sparse, t.vars)
+
+
+def dot_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    a, b = types
+    if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
+        raise ShapeError(f"dot needs two vectors of equal length, got {a.describe()} and {b.describe()}", span)
+    return Type(REAL, (), None, False, _vars(types))
+
+
+def quad_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    x, Q = types
+    n = x.shape[0] if x.ndim == 1 else None
+    if n is None or Q.shape != (n, n):
+        raise ShapeError(f"quad(x, Q) needs a vector x[n] and a matrix Q[n, n], got {x.describe()} and {Q.describe()}",
+                         span)
+    return Type(REAL, (), None, False, _vars(types))
+
+
+def cut_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    W, s = types
+    n = W.shape[0]
+    if s.shape != (n,):
+        raise ShapeError(f"cut(G, s) needs s of length G.n = {n}, got {s.describe()}", span)
+    return Type(REAL, (), None, False, _vars(types))
+
+
+def stack_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    first = types[0].shape
+    for t in types[1:]:
+        if t.shape != first:
+            raise ShapeError(f"array elements differ in shape: {types[0].describe()} and {t.describe()}", span)
+    return Type(REAL, (len(types),) + first, None, False, _vars(types))
+
+
+def index_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    t = types[0]
+    idx = static["index"]
+    if len(idx) > t.ndim:
+        raise ShapeError(f"too many indices ({len(idx)}) for {t.describe()}", span)
+    shape: list[int] = []
+    for axis, ix in enumerate(idx):
+        n = t.shape[axis]
+        if isinstance(ix, slice):
+            shape.append(len(range(*ix.indices(n))))
+        elif not -n <= ix < n:
+            raise ShapeError(f"index {ix} is out of range for axis {axis} of length {n}", span,
+                             hint=f"indices run from 0 to {n - 1} (or -{n} to -1)")
+    shape.extend(t.shape[len(idx):])
+    sample = t.sample
+    if sample and (not isinstance(idx[0], slice) or idx[0] != slice(None)):
+        raise ShapeError(f"the rows of data table '{sample}' can only be reduced (mean, sum), not indexed", span)
+    return Type(t.kind if not shape else t.kind, tuple(shape), sample, False, t.vars)
+
+
+def power_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
+    return elementwise(types, static, span, "^")
+
+
+# ------------------------------------------------------------------ numpy/torch helpers
+def _np_index(x: Any, index: tuple[Any, ...] = ()) -> Any:
+    if sp.issparse(x):
+        x = x.tocsr()[index] if len(index) == 2 else x.tocsr()[index[0]]
+        return x
+    return np.asarray(x)[index]
+
+
+def _t_matmul(a: Any, b: Any) -> Any:
+    torch = _torch()
+    if a.layout != torch.strided and b.dim() == 1:
+        return (a @ b.unsqueeze(-1)).squeeze(-1)
+    return a @ b
+
+
+def _np_quad(x: Any, Q: Any) -> Any:
+    return float(x @ (Q @ x))
+
+
+def _t_quad(x: Any, Q: Any) -> Any:
+    return x @ _t_matmul(Q, x)
+
+
+def _np_cut(W: Any, s: Any) -> Any:
+    total = float(W.sum()) / 2.0
+    return (total - float(s @ (W @ s)) / 2.0) / 2.0
+
+
+def _t_cut(W: Any, s: Any) -> Any:
+    torch = _torch()
+    total = torch.sparse.sum(W) / 2.0 if W.layout != torch.strided else W.sum() / 2.0
+    return (total - s @ _t_matmul(W, s) / 2.0) / 2.0
+
+
+def _softplus_np(x: Any) -> Any:
+    return np.logaddexp(0.0, x)
+
+
+def _logsumexp_np(x: Any) -> Any:
+    from scipy.special import logsumexp
+
+    return logsumexp(x)
+
+
+def _reduce(np_fn: Callable[..., Any], t_name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    def n(x: Any, axis: int | None = None) -> Any:
+        return np_fn(_dense(x), axis=axis) if axis is not None else np_fn(_dense(x))
+
+    def t(x: Any, axis: int | None = None) -> Any:
+        torch = _torch()
+        f = getattr(torch, t_name)
+        return f(x, dim=axis) if axis is not None else f(x)
+
+    return n, t
+
+
+# ------------------------------------------------------------------ cvxpy helpers
+def _cp() -> Any:
+    import cvxpy as cp
+
+    return cp
+
+
+def _cvx_mul(a: Any, b: Any) -> Any:
+    cp = _cp()
+    if isinstance(a, cp.Expression) and isinstance(b, cp.Expression):
+        if a.is_constant() or b.is_constant() or a.size == 1 or b.size == 1:
+            return cp.multiply(a, b)
+        return cp.multiply(a, b)  # DCP will reject non-affine products when the problem is built
+    return cp.multiply(a, b)
+
+
+# ------------------------------------------------------------------ operators
+_atom("add", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "+"), lambda a, b: _sum2(a, b), lambda a, b: a + b,
+      "a + b, elementwise with broadcasting of scalars", cvx=lambda a, b: a + b, infix="+", user=False)
+_atom("sub", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "-"), lambda a, b: _sum2(a, -b if not sp.issparse(b)
+      else -b), lambda a, b: a - b, "a - b", cvx=lambda a, b: a - b, infix="-", user=False)
+_atom("mul", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "*"), lambda a, b: _mul2(a, b), lambda a, b: a * b,
+      "a * b, elementwise", cvx=_cvx_mul, infix="*", user=False)
+_atom("div", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "/"), lambda a, b: _div2(a, b), lambda a, b: a / b,
+      "a / b, elementwise", cvx=lambda a, b: a / b, infix="/", user=False)
+_atom("pow", (2, 2), power_rule, lambda a, b: np.power(_dense(a), b), lambda a, b: a ** b,
+      "a ^ b, elementwise power", cvx=lambda a, b: _cvx_pow(a, b), infix="^", user=False)
+_atom("neg", (1, 1), same, lambda a: -a, lambda a: -a, "-a", cvx=lambda a: -a, infix="-", user=False)
+_atom("matmul", (2, 2), matmul_rule, lambda a, b: _np_matmul(a, b), _t_matmul, "A @ B, matrix product",
+      cvx=lambda a, b: a @ b, infix="@", user=False)
+_atom("transpose", (1, 1), transpose_rule, lambda a: a.T, lambda a: a.T if a.dim() == 2 else a, "A.T, transpose",
+      cvx=lambda a: a.T, user=False)
+_atom("index", (1, 1), index_rule, lambda a, index=(): _np_index(a, index), lambda a, index=(): a[index],
+      "x[i], x[i:j], A[:, j]: numpy-style indexing (0-based)", cvx=lambda a, index=(): a[index], user=False)
+_atom("array", (1, 10**9), stack_rule, lambda *xs: np.stack([np.asarray(_dense(x), dtype=float) for x in xs]),
+      lambda *xs: _torch().stack(list(xs)), "[a, b, c]: an array literal", cvx=lambda *xs: _cp().hstack(xs),
+      user=False)
+
+
+def _sum2(a: Any, b: Any) -> Any:
+    if sp.issparse(a) and sp.issparse(b):
+        return (a + b).tocsr()
+    return _dense(a) + _dense(b)
+
+
+def _mul2(a: Any, b: Any) -> Any:
+    if sp.issparse(a) and np.ndim(b) == 0:
+        return (a * b).tocsr()
+    if sp.issparse(b) and np.ndim(a) == 0:
+        return (b * a).tocsr()
+    return _dense(a) * _dense(b)
+
+
+def _div2(a: Any, b: Any) -> Any:
+    if sp.issparse(a) and np.ndim(b) == 0:
+        return (a / b).tocsr()
+    return _dense(a) / _dense(b)
+
+
+def _np_matmul(a: Any, b: Any) -> Any:
+    out = a @ b
+    return np.asarray(out) if not sp.issparse(out) else out
+
+
+def _cvx_pow(a: Any, b: Any) -> Any:
+    cp = _cp()
+    if isinstance(b, (int, float)) and float(b) == 2.0:
+        return cp.square(a)
+    return cp.power(a, b)
+
+
+# ------------------------------------------------------------------ elementwise functions
+def _unary(name: str, np_fn: Callable[..., Any], t_fn: Callable[..., Any], doc: str,
+           cvx: Callable[..., Any] | None = None) -> None:
+    _atom(name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx)
+
+
+_unary("abs", np.abs, lambda a: a.abs(), "absolute value, elementwise", cvx=lambda a: _cp().abs(a))
+_unary("sqrt", np.sqrt, lambda a: a.sqrt(), "square root, elementwise", cvx=lambda a: _cp().sqrt(a))
+_unary("exp", np.exp, lambda a: a.exp(), "exponential, elementwise", cvx=lambda a: _cp().exp(a))
+_unary("log", np.log, lambda a: a.log(), "natural logarithm, elementwise", cvx=lambda a: _cp().log(a))
+_unary("log1p", np.log1p, lambda a: a.log1p(), "log(1 + x), elementwise", cvx=lambda a: _cp().log1p(a))
+_unary("square", np.square, lambda a: a * a, "x², elementwise", cvx=lambda a: _cp().square(a))
+_unary("tanh", np.tanh, lambda a: a.tanh(), "hyperbolic tangent, elementwise")
+_unary("relu", lambda a: np.maximum(a, 0.0), lambda a: a.clamp(min=0.0), "max(x, 0), elementwise",
+       cvx=lambda a: _cp().pos(a))
+_unary("softplus", _softplus_np, lambda a: _torch().nn.functional.softplus(a), "log(1 + eˣ), elementwise",
+       cvx=lambda a: _cp().logistic(a))
+_unary("sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)), lambda a: a.sigmoid(), "1 / (1 + e⁻ˣ), elementwise")
+
+_atom("maximum", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "maximum"),
+      lambda a, b: np.maximum(_dense(a), _dense(b)), lambda a, b: _torch().maximum(*_tpair(a, b)),
+      "elementwise maximum of two arrays", cvx=lambda a, b: _cp().maximum(a, b))
+_atom("minimum", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "minimum"),
+      lambda a, b: np.minimum(_dense(a), _dense(b)), lambda a, b: _torch().minimum(*_tpair(a, b)),
+      "elementwise minimum of two arrays", cvx=lambda a, b: _cp().minimum(a, b))
+
+
+def _tpair(a: Any, b: Any) -> tuple[Any, Any]:
+    torch = _torch()
+    if not isinstance(a, torch.Tensor):
+        a = torch.as_tensor(a, dtype=b.dtype, device=b.device)
+    if not isinstance(b, torch.Tensor):
+        b = torch.as_tensor(b, dtype=a.dtype, device=a.device)
+    return a, b
+
+
+# ------------------------------------------------------------------ reductions
+_n, _t = _reduce(np.sum, "sum")
+_atom("sum", (1, 1), reduce_axis, _n, _t, "sum of all elements (axis = k: along one axis)",
+      cvx=lambda a, axis=None: _cp().sum(a, axis=axis))
+_n, _t = _reduce(np.mean, "mean")
+_atom("mean", (1, 1), reduce_axis, _n, _t,
+      "mean of all elements; over a data table's rows it is an expectation (minibatched by stochastic backends)",
+      cvx=lambda a, axis=None: _cp().sum(a, axis=axis) / (a.size if axis is None else a.shape[axis]))
+_atom("sumsq", (1, 1), reduce_, lambda a: float(np.sum(np.square(_dense(a)))), lambda a: (a * a).sum(),
+      "sum of squares", cvx=lambda a: _cp().sum_squares(a))
+_atom("norm1", (1, 1), reduce_, lambda a: float(np.sum(np.abs(_dense(a)))), lambda a: a.abs().sum(),
+      "ℓ1 norm", cvx=lambda a: _cp().norm1(_cp().vec(a)))
+_atom("norm2", (1, 1), reduce_, lambda a: float(np.linalg.norm(np.ravel(_dense(a)))),
+      lambda a: _torch().linalg.vector_norm(a), "ℓ2 (Frobenius) norm", cvx=lambda a: _cp().norm(_cp().vec(a), 2))
+_atom("norminf", (1, 1), reduce_, lambda a: float(np.max(np.abs(_dense(a)))), lambda a: a.abs().max(),
+      "ℓ∞ norm", cvx=lambda a: _cp().norm_inf(_cp().vec(a)))
+_atom("logsumexp", (1, 1), reduce_, lambda a: float(_logsumexp_np(_dense(a))), lambda a: _torch().logsumexp(
+      a.reshape(-1), 0), "log Σ exp(xᵢ)", cvx=lambda a: _cp().log_sum_exp(a))
+_atom("max", (1, 1), reduce_, lambda a: float(np.max(_dense(a))), lambda a: a.max(), "largest element",
+      cvx=lambda a: _cp().max(a))
+_atom("min", (1, 1), reduce_, lambda a: float(np.min(_dense(a))), lambda a: a.min(), "smallest element",
+      cvx=lambda a: _cp().min(a))
+_atom("dot", (2, 2), dot_rule, lambda a, b: float(np.dot(_dense(a), _dense(b))), lambda a, b: (a * b).sum(),
+      "inner product of two vectors", cvx=lambda a, b: _cvx_dot(a, b))
+_atom("quad", (2, 2), quad_rule, _np_quad, _t_quad, "quad(x, Q) = xᵀ Q x",
+      cvx=lambda x, Q: _cp().quad_form(x, Q) if not isinstance(Q, _cp().Expression) else None)
+_atom("cut", (2, 2), cut_rule, _np_cut, _t_cut,
+      "cut(G, s) = Σ over edges w_ij (1 − s_i s_j) / 2, s a ±1 vector of length G.n")
+
+
+def _cvx_dot(a: Any, b: Any) -> Any:
+    cp = _cp()
+    return cp.sum(cp.multiply(a, b))
+
+
+# ------------------------------------------------------------------ names users may call
+# Generators and graph functions are resolved in ir/lower.py (they need compile-time values).
+GENERATORS = {
+    "zeros": "zeros(d1[, d2]): an array of zeros",
+    "ones": "ones(d1[, d2]): an array of ones",
+    "eye": "eye(n): the identity matrix",
+    "randn": "randn(d1[, d2], seed = k): standard normal samples",
+    "rand": "rand(d1[, d2], seed = k): uniform samples in [0, 1)",
+    "erdos_renyi": "erdos_renyi(n, p, seed = k, weights = \"unit\" | \"signed\"): a G(n, p) random graph",
+    "random_regular": "random_regular(n, d, seed = k, weights = ...): a random d-regular graph",
+    "torus": "torus(rows, cols, weights = ..., seed = k): a 2-D periodic grid (torus(1, n) is a ring)",
+    "load": "load(path, key =, target =): read .npy .npz .csv .mtx .json or a Gset/edge-list graph",
+    "adjacency": "adjacency(G): the weighted adjacency matrix of a graph (sparse)",
+    "laplacian": "laplacian(G): the graph Laplacian Diag(W·1) − W (sparse)",
+}
+AMBIGUITY_FUNCS = ("chi2", "kl", "wasserstein", "target_conditional")
+
+
+def user_functions() -> list[str]:
+    return sorted([n for n, s in ATOMS.items() if s.user] + list(GENERATORS))

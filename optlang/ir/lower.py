@@ -1,0 +1,801 @@
+"""Parse tree → typed IR. Explicit: a grammar rule without a handler here is an internal error.
+
+Names resolve in order of declaration; params, generators and loads are evaluated at compile
+time (constant folding), so the IR holds arrays, variables and typed operations only. Errors are
+collected statement by statement (one per statement), then raised together as ModelErrors.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from lark import Token, Tree
+
+from optlang import data as D
+from optlang.errors import (
+    DataError,
+    KindError,
+    ModelError,
+    ModelErrors,
+    NameResolutionError,
+    OptlangError,
+    ShapeError,
+)
+from optlang.grammar.parser import KEYWORDS, parse_tree
+from optlang.ir.atoms import AMBIGUITY_FUNCS, ATOMS, GENERATORS
+from optlang.ir.model import ConstraintDecl, ModelIR, Objective, SolverDecl, VarDecl
+from optlang.ir.nodes import Const, Node, Op, Var
+from optlang.ir.types import BINARY, REAL, SPIN, Type
+from optlang.problem import Ambiguity, Domain
+from optlang.source import Source, Span
+
+
+class _Poison(Exception):
+    """Raised when an expression uses a name whose declaration already failed (no new error)."""
+
+
+_BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "matmul": "matmul", "pow": "pow"}
+
+
+def lower_source(source: Source, params: dict[str, Any] | None = None, data: dict[str, Any] | None = None) -> ModelIR:
+    """Parse and lower a model; params/data override `param`/`data`/`graph` sources by name."""
+    tree = parse_tree(source)
+    return Lowerer(source, params or {}, data or {}).run(tree)
+
+
+class Lowerer:
+    def __init__(self, source: Source, overrides: dict[str, Any], data_overrides: dict[str, Any]) -> None:
+        self.source = source
+        self.overrides = dict(overrides)
+        self.data_overrides = dict(data_overrides)
+        self.errors: list[OptlangError] = []
+        self.params: dict[str, Any] = {}
+        self.tables: dict[str, D.DataTable] = {}
+        self.graphs: dict[str, D.Graph] = {}
+        self.variables: dict[str, VarDecl] = {}
+        self.lets: dict[str, Node] = {}
+        self.decl_spans: dict[str, Span] = {}
+        self.poisoned: set[str] = set()
+        self.objectives: list[Objective] = []
+        self.prefers: list[tuple[Node | None, Span, Tree]] = []
+        self.constraints: list[ConstraintDecl] = []
+        self.solvers: list[SolverDecl] = []
+        self.name: str | None = None
+
+    # ------------------------------------------------------------------ driver
+    def run(self, tree: Tree) -> ModelIR:
+        handlers = {
+            "model_stmt": self.model_stmt, "param_stmt": self.param_stmt, "data_stmt": self.data_stmt,
+            "graph_stmt": self.graph_stmt, "var_stmt": self.var_stmt, "spin_stmt": self.spin_stmt,
+            "binary_stmt": self.binary_stmt, "let_stmt": self.let_stmt, "prefer_stmt": self.prefer_stmt,
+            "subject_stmt": self.subject_stmt, "solver_stmt": self.solver_stmt,
+        }
+        for stmt in tree.children:
+            if not isinstance(stmt, Tree):
+                continue
+            try:
+                if stmt.data.startswith("obj_"):
+                    self.objective(stmt)
+                else:
+                    handlers[stmt.data](stmt)
+            except _Poison:
+                pass
+            except ModelErrors as e:
+                self.errors.extend(e.errors)
+            except OptlangError as e:
+                self.errors.append(e)
+        for unused in sorted(set(self.overrides) - set(self.params)):
+            self.errors.append(ModelError(f"there is no param '{unused}' to override", None,
+                                          hint=self._did_you_mean(unused, list(self.params)), code="E701"))
+        known_sources = set(self.tables) | set(self.graphs)
+        for unused in sorted(set(self.data_overrides) - known_sources):
+            self.errors.append(ModelError(f"there is no data or graph '{unused}' to override", None,
+                                          hint=self._did_you_mean(unused, sorted(known_sources)), code="E701"))
+        objective = self._finish_objective()
+        if self.errors:
+            for e in self.errors:
+                e.with_source(self.source)
+            raise ModelErrors(self.errors)
+        assert objective is not None
+        return ModelIR(
+            name=self.name or Path(self.source.path).stem or "model", source=self.source, params=self.params,
+            tables=self.tables, graphs=self.graphs, variables=self.variables, lets=self.lets, objective=objective,
+            constraints=tuple(self.constraints), solver=self.solvers[0] if self.solvers else None,
+        )
+
+    # ------------------------------------------------------------------ declarations
+    def _declare(self, tok: Token) -> str:
+        name = str(tok)
+        span = Span.of(tok)
+        if name in self.decl_spans:
+            first = self.decl_spans[name]
+            raise NameResolutionError(f"'{name}' is already defined (line {first.line})", span,
+                                      hint="each name is declared once", code="E202")
+        if name in ATOMS and ATOMS[name].user or name in GENERATORS or name in AMBIGUITY_FUNCS:
+            raise NameResolutionError(f"'{name}' is a built-in function and cannot be redefined", span,
+                                      hint="choose another name", code="E203")
+        self.decl_spans[name] = span
+        return name
+
+    def model_stmt(self, t: Tree) -> None:
+        if self.name is not None:
+            raise ModelError("the model is named twice", Span.of(t.meta), code="E505")
+        self.name = str(t.children[0])
+
+    def param_stmt(self, t: Tree) -> None:
+        tok, expr = t.children
+        name = self._declare(tok)
+        try:
+            if name in self.overrides:
+                self.params[name] = self._override_value(name, self.overrides[name], Span.of(tok))
+                return
+            value = self._compile_time(expr, "param")
+            if isinstance(value, (D.Graph, D.DataTable)):
+                what = "graph" if isinstance(value, D.Graph) else "data"
+                raise KindError(f"this makes a {what}: declare it with `{what} {name} = ...`", Span.of(expr.meta),
+                                code="E406")
+            self.params[name] = value
+        except OptlangError:
+            self.poisoned.add(name)
+            raise
+
+    def data_stmt(self, t: Tree) -> None:
+        tok, expr = t.children
+        name = self._declare(tok)
+        try:
+            if name in self.data_overrides:
+                table = self._load_override(name, expr, "data")
+            else:
+                table = self._compile_time(expr, "data")
+            if not isinstance(table, D.DataTable):
+                raise KindError("`data` needs a table: load(\"file.csv\", target = \"y\")", Span.of(expr.meta),
+                                code="E406")
+            self.tables[name] = D.DataTable(name, table.X, table.y, table.columns, table.path)
+        except OptlangError:
+            self.poisoned.add(name)
+            raise
+
+    def graph_stmt(self, t: Tree) -> None:
+        tok, expr = t.children
+        name = self._declare(tok)
+        try:
+            if name in self.data_overrides:
+                g = self._load_override(name, expr, "graph")
+            else:
+                g = self._compile_time(expr, "graph")
+            if not isinstance(g, D.Graph):
+                raise KindError("`graph` needs a graph: load(\"G1.txt\"), erdos_renyi(...), random_regular(...), "
+                                "torus(...)", Span.of(expr.meta), code="E406")
+            self.graphs[name] = g
+        except OptlangError:
+            self.poisoned.add(name)
+            raise
+
+    def _load_override(self, name: str, expr: Tree, kind: str) -> Any:
+        value = self.data_overrides[name]
+        span = Span.of(expr.meta)
+        if isinstance(value, (D.Graph, D.DataTable)):
+            return value
+        if isinstance(value, (str, Path)):
+            kwargs: dict[str, Any] = {}
+            if isinstance(expr, Tree) and expr.data == "call" and str(expr.children[0]) == "load":
+                _, kwargs = self._call_args(expr)
+            return D.load(str(value), Path("."), span, kind=kind,
+                          **{k: v for k, v in kwargs.items() if isinstance(v, str)})
+        if kind == "graph" and (sp.issparse(value) or isinstance(value, np.ndarray)):
+            W = sp.csr_matrix(value, dtype=np.float64)
+            return D.Graph(D._symmetrize(W))
+        raise DataError(f"override for '{name}' must be a path or a {kind}", span, code="E701")
+
+    def _override_value(self, name: str, value: Any, span: Span) -> Any:
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                return D.load(value, Path("."), span, kind="param")
+            return value
+        if sp.issparse(value):
+            return sp.csr_matrix(value, dtype=np.float64)
+        arr = np.asarray(value, dtype=np.float64)
+        D.check_finite(arr, f"override of '{name}'", span)
+        return float(arr) if arr.ndim == 0 else arr
+
+    def _var_decl(self, t: Tree, kind: str) -> None:
+        tok = t.children[0]
+        dims = t.children[1] if len(t.children) > 1 else None
+        dom_tree = t.children[2] if len(t.children) > 2 else None
+        name = self._declare(tok)
+        try:
+            shape = self._dims(dims) if dims is not None else ()
+            domain = self._domain(dom_tree) if dom_tree is not None else Domain()
+            if domain.kind == "simplex" and not shape:
+                raise ModelError("a scalar cannot lie in a simplex", Span.of(dom_tree.meta),
+                                 hint="declare a vector: var p[n] in simplex", code="E503")
+            self.variables[name] = VarDecl(name, kind, shape, domain, Span.of(t.meta))
+        except OptlangError:
+            self.poisoned.add(name)
+            raise
+
+    def var_stmt(self, t: Tree) -> None:
+        self._var_decl(t, REAL)
+
+    def spin_stmt(self, t: Tree) -> None:
+        self._var_decl(t, SPIN)
+
+    def binary_stmt(self, t: Tree) -> None:
+        self._var_decl(t, BINARY)
+
+    def let_stmt(self, t: Tree) -> None:
+        tok, expr = t.children
+        name = self._declare(tok)
+        try:
+            self.lets[name] = self.expr(expr)
+        except OptlangError:
+            self.poisoned.add(name)
+            raise
+
+    def _dims(self, t: Tree) -> tuple[int, ...]:
+        out = []
+        for child in t.children:
+            n = self._const_int(child, "a dimension")
+            if n < 1:
+                raise ShapeError(f"a dimension must be at least 1, got {n}", Span.of(child.meta), code="E302")
+            out.append(n)
+        if len(out) > 2:
+            raise ShapeError(f"variables have at most two dimensions, got {len(out)}", Span.of(t.meta), code="E302")
+        return tuple(out)
+
+    def _domain(self, t: Tree) -> Domain:
+        span = Span.of(t.meta)
+        if t.data == "dom_box":
+            lo, hi = (self._const_float(c, "a bound") for c in t.children)
+            if lo > hi:
+                raise ModelError(f"empty domain: lower bound {lo:g} is above upper bound {hi:g}", span, code="E503")
+            return Domain("box", lo, hi)
+        if t.data == "dom_lower":
+            return Domain("box", self._const_float(t.children[0], "a bound"), np.inf)
+        if t.data == "dom_upper":
+            return Domain("box", -np.inf, self._const_float(t.children[0], "a bound"))
+        if t.data == "dom_simplex":
+            return Domain("simplex")
+        if t.data == "dom_ball":
+            r = self._const_float(t.children[0], "a radius")
+            if r <= 0:
+                raise ModelError(f"a ball needs a positive radius, got {r:g}", span, code="E503")
+            return Domain("ball", radius=r)
+        raise AssertionError(f"unhandled domain rule {t.data}")
+
+    # ------------------------------------------------------------------ objective
+    def objective(self, t: Tree) -> None:
+        span = Span.of(t.meta)
+        form = t.data[4:]
+        if form in ("minimize", "maximize"):
+            obj = Objective(form, span, expr=self._scalar(self.expr(t.children[0]), "the objective"))
+        elif form == "maxcut":
+            g = self._graph_ref(t.children[0])
+            obj = Objective("maxcut", span, graph=g)
+        elif form == "minimax":
+            _, names_t, body = t.children
+            over = self._names(names_t)
+            obj = Objective("minimax", span, expr=self._scalar(self.expr(body), "the objective"), over=over)
+        elif form == "robust":
+            loss_t, amb_t = t.children
+            obj = self._robust(loss_t, amb_t, span)
+        elif form == "multi":
+            entries = []
+            seen: dict[str, Span] = {}
+            for e in t.children:
+                if e is None:
+                    continue
+                tok, body = e.children
+                if str(tok) in seen:
+                    raise NameResolutionError(f"objective '{tok}' is named twice", Span.of(tok), code="E202")
+                seen[str(tok)] = Span.of(tok)
+                entries.append((str(tok), self._scalar(self.expr(body), f"objective '{tok}'")))
+            if len(entries) < 2:
+                raise ModelError("a multi-objective block needs at least two objectives", span,
+                                 hint="minimize { f1: ..., f2: ... } — or use plain `minimize EXPR`", code="E506")
+            obj = Objective("multi", span, entries=tuple(entries))
+        else:
+            raise AssertionError(f"unhandled objective rule {t.data}")
+        self.objectives.append(obj)
+
+    def _robust(self, loss_t: Tree, amb_t: Tree, span: Span) -> Objective:
+        if not (isinstance(loss_t, Tree) and loss_t.data == "call" and str(loss_t.children[0]) == "mean"):
+            raise ModelError("a robust objective is `robust mean(LOSS) within AMBIGUITY`", Span.of(loss_t.meta),
+                             hint="LOSS is a per-sample vector, e.g. (D.X @ w + b - D.y)^2", code="E507")
+        args = [a for a in loss_t.children[1:] if a is not None]
+        if len(args) != 1 or (isinstance(args[0], Tree) and args[0].data == "kwarg"):
+            raise ModelError("mean(LOSS) takes one per-sample vector", Span.of(loss_t.meta), code="E507")
+        loss = self.expr(args[0])
+        if loss.type.ndim != 1:
+            raise ShapeError(f"the robust loss must be a per-sample vector, got {loss.type.describe()}",
+                             Span.of(args[0].meta), code="E303")
+        if not (isinstance(amb_t, Tree) and amb_t.data == "call" and str(amb_t.children[0]) in AMBIGUITY_FUNCS):
+            raise ModelError("unknown ambiguity set", Span.of(amb_t.meta),
+                             hint="chi2(radius = r), kl(radius = r), wasserstein(radius = r, p = 1 | 2), "
+                                  "target_conditional(chi2, radius = r, bins = K)", code="E508")
+        kind = str(amb_t.children[0])
+        pos, kw = self._call_args(amb_t, keep_nodes=("by",))
+        aspan = Span.of(amb_t.meta)
+        allowed = {"chi2": {"radius"}, "kl": {"radius"}, "wasserstein": {"radius", "p"},
+                   "target_conditional": {"radius", "bins", "by", "edges"}}[kind]
+        for k in kw:
+            if k not in allowed:
+                raise ModelError(f"{kind}() has no argument '{k}'", aspan, hint=f"accepted: {', '.join(sorted(allowed))}",
+                                 code="E508")
+        if "radius" not in kw:
+            raise ModelError(f"{kind}() needs radius = r", aspan, code="E508")
+        radius = float(kw["radius"])
+        if radius < 0:
+            raise ModelError(f"the radius must be non-negative, got {radius:g}", aspan, code="E508")
+        base = "chi2"
+        by = None
+        edges = None
+        if kind == "target_conditional":
+            if len(pos) != 1 or pos[0] not in ("chi2", "kl"):
+                raise ModelError("target_conditional takes the divergence first: target_conditional(chi2, ...)",
+                                 aspan, hint="chi2 or kl", code="E508")
+            base = pos[0]
+            by = kw.get("by")
+            if by is not None and (not isinstance(by, Node) or by.type.shape != loss.type.shape):
+                raise ShapeError("by = must be a vector with one value per sample", aspan, code="E303")
+            if "edges" in kw:
+                edges = np.sort(np.asarray(kw["edges"], dtype=np.float64).ravel())
+        elif pos:
+            raise ModelError(f"{kind}() takes keyword arguments only", aspan, code="E508")
+        p = int(kw.get("p", 1))
+        if kind == "wasserstein" and p not in (1, 2):
+            raise ModelError(f"wasserstein p must be 1 or 2, got {p}", aspan, code="E508")
+        bins = int(kw.get("bins", 10))
+        if bins < 1:
+            raise ModelError("bins must be at least 1", aspan, code="E508")
+        amb = Ambiguity(kind, radius, p=p, base=base, bins=bins, edges=edges)  # type: ignore[arg-type]
+        return Objective("robust", span, expr=loss, ambiguity=amb, ambiguity_by=by)
+
+    def prefer_stmt(self, t: Tree) -> None:
+        self.prefers.append((None, Span.of(t.meta), t.children[0]))
+
+    def _finish_objective(self) -> Objective | None:
+        if not self.objectives:
+            if not self.errors:
+                self.errors.append(ModelError("the model has no objective", None,
+                                              hint="add one of: minimize EXPR, maximize EXPR, maxcut G, "
+                                                   "minimize max over y: EXPR, minimize robust mean(...) within ..., "
+                                                   "minimize { f1: ..., f2: ... }", code="E501"))
+            return None
+        obj = self.objectives[0]
+        for extra in self.objectives[1:]:
+            self.errors.append(ModelError("a model has exactly one objective; this is a second one", extra.span,
+                                          hint=f"the first is at line {obj.span.line}; for several objectives "
+                                               "use minimize { f1: ..., f2: ... }", code="E502"))
+        if self.prefers:
+            _, pspan, ptree = self.prefers[0]
+            for _, extra_span, _ in self.prefers[1:]:
+                self.errors.append(ModelError("`prefer` is given twice", extra_span, code="E502"))
+            if obj.form != "multi":
+                self.errors.append(ModelError("`prefer` only applies to a multi-objective model", pspan,
+                                              hint="minimize { f1: ..., f2: ... } then prefer EXPR", code="E509"))
+                return obj
+            saved = dict(self.lets)
+            try:
+                for name, node in obj.entries:
+                    self.lets.setdefault(name, node)
+                pref = self._scalar(self.expr(ptree), "the preference")
+                obj = Objective("multi", obj.span, entries=obj.entries, prefer=pref)
+            except _Poison:
+                pass
+            except OptlangError as e:
+                self.errors.append(e)
+            finally:
+                self.lets = saved
+        return obj
+
+    # ------------------------------------------------------------------ constraints & solver
+    def subject_stmt(self, t: Tree) -> None:
+        for c in t.children[1:]:
+            if c is None:
+                continue
+            try:
+                self.constraints.append(self._constraint(c))
+            except _Poison:
+                pass
+            except OptlangError as e:
+                self.errors.append(e)
+
+    def _constraint(self, c: Tree) -> ConstraintDecl:
+        span = Span.of(c.meta)
+        text = self._text(c)
+        if c.data in ("con_le", "con_ge", "con_eq"):
+            a, b = (self.expr(x) for x in c.children)
+            lhs, rhs = (a, b) if c.data != "con_ge" else (b, a)
+            diff = self.op("sub", [lhs, rhs], span)
+            if diff.type.const:
+                raise ModelError("this constraint involves no variable", span, code="E510")
+            return ConstraintDecl("==" if c.data == "con_eq" else "<=", span, diff, text=text)
+        if c.data == "con_argmin":
+            names = self._names(c.children[0])
+            body = self._scalar(self.expr(c.children[1]), "the lower-level objective")
+            return ConstraintDecl("argmin", span, body, names=names, text=text)
+        if c.data == "con_argmin_over":
+            names = self._names(c.children[0])
+            over = self._names(c.children[1])
+            body = self._scalar(self.expr(c.children[2]), "the lower-level objective")
+            return ConstraintDecl("argmin", span, body, names=names, over=over, text=text)
+        raise AssertionError(f"unhandled constraint rule {c.data}")
+
+    def solver_stmt(self, t: Tree) -> None:
+        span = Span.of(t.meta)
+        if self.solvers:
+            raise ModelError("`solver` is given twice", span, hint=f"the first is at line {self.solvers[0].span.line}",
+                             code="E504")
+        name = str(t.children[0])
+        opts: dict[str, Any] = {}
+        spans: dict[str, Span] = {}
+        for o in t.children[1:]:
+            if o is None:
+                continue
+            key_tok, val = o.children
+            key = str(key_tok)
+            if key in opts:
+                raise ModelError(f"option '{key}' is given twice", Span.of(key_tok), code="E504")
+            opts[key] = self._option_value(val)
+            spans[key] = Span.of(o.meta)
+        self.solvers.append(SolverDecl(name, opts, span, spans))
+
+    def _option_value(self, t: Tree) -> Any:
+        if isinstance(t, Tree) and t.data == "string":
+            return _unquote(t.children[0])
+        if isinstance(t, Tree) and t.data == "name" and str(t.children[0]) in ("true", "false"):
+            return str(t.children[0]) == "true"
+        if isinstance(t, Tree) and t.data == "name" and str(t.children[0]) not in self.params:
+            return str(t.children[0])  # bare words: refine = tabu
+        v = self._compile_time(t, "param")
+        if isinstance(v, np.ndarray) and v.ndim == 0:
+            v = float(v)
+        if isinstance(v, float) and v.is_integer() and not _has_point(t):
+            return int(v)
+        return v
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, t: Any) -> Node:
+        if isinstance(t, Token):
+            raise AssertionError(f"bare token {t!r} in expression")
+        span = Span.of(t.meta)
+        rule = t.data
+        if rule == "number":
+            return Const(span, Type(), _number(t.children[0]))
+        if rule == "string":
+            raise KindError("a string is not a value here", span, hint="strings name files and options only",
+                            code="E407")
+        if rule == "name":
+            return self._name(t.children[0])
+        if rule in _BINOPS:
+            a, b = self.expr(t.children[0]), self.expr(t.children[1])
+            return self.op(_BINOPS[rule], [a, b], span)
+        if rule == "neg":
+            return self.op("neg", [self.expr(t.children[0])], span)
+        if rule == "pos":
+            return self.expr(t.children[0])
+        if rule == "attr":
+            return self._attr(t, span)
+        if rule == "subscript":
+            return self._subscript(t, span)
+        if rule == "call":
+            return self._call(t, span)
+        if rule == "array":
+            elems = [self.expr(c) for c in t.children]
+            return self.op("array", elems, span)
+        if rule in ("slice", "kwarg"):
+            raise ModelError("a slice or keyword is not a value here", span, code="E511")
+        raise AssertionError(f"unhandled expression rule {rule}")
+
+    def op(self, atom: str, args: list[Node], span: Span, static: dict[str, Any] | None = None) -> Node:
+        """Build a typed Op, folding it to a Const when every argument is constant."""
+        spec = ATOMS[atom]
+        static = static or {}
+        lo, hi = spec.nargs
+        if not lo <= len(args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise ShapeError(f"{atom}() takes {want} argument{'s' if hi != 1 else ''}, got {len(args)}", span,
+                             hint=spec.doc, code="E304")
+        typ = spec.infer([a.type for a in args], {k: v for k, v in static.items() if k != "text"}, span)
+        if atom == "neg" and args[0].type.kind == SPIN:
+            typ = Type(SPIN, typ.shape, typ.sample, False, typ.vars)
+        if all(isinstance(a, Const) for a in args) and not any(a.type.sample for a in args):
+            kw = {k: v for k, v in static.items() if k != "text"}
+            with np.errstate(all="ignore"):
+                value = spec.np(*[a.value for a in args], **kw)
+            if not sp.issparse(value):
+                value = np.asarray(value, dtype=np.float64)
+                if value.ndim == 0:
+                    value = float(value)
+            D.check_finite(value, "this expression", span) if not sp.issparse(value) else None
+            return Const(span, Type(REAL, typ.shape, None, sp.issparse(value)), value)
+        return Op(span, typ, atom, tuple(args), static)
+
+    def _name(self, tok: Token) -> Node:
+        name = str(tok)
+        span = Span.of(tok)
+        if name in self.poisoned:
+            raise _Poison(name)
+        if name in self.variables:
+            v = self.variables[name]
+            return Var(span, Type(v.kind, v.shape, None, False, frozenset({name})), name)
+        if name in self.params:
+            val = self.params[name]
+            shape = () if np.ndim(val) == 0 and not sp.issparse(val) else tuple(val.shape)
+            return Const(span, Type(REAL, shape, None, sp.issparse(val)), val, label=name)
+        if name in self.lets:
+            return self.lets[name]
+        if name in self.tables:
+            raise KindError(f"'{name}' is a data table, not a value", span,
+                            hint=f"use {name}.X (features), {name}.y (target), {name}.n or {name}.p", code="E405")
+        if name in self.graphs:
+            raise KindError(f"'{name}' is a graph, not a value", span,
+                            hint=f"use adjacency({name}), laplacian({name}), cut({name}, s), {name}.n or {name}.m",
+                            code="E405")
+        if name in ATOMS or name in GENERATORS or name in AMBIGUITY_FUNCS:
+            raise KindError(f"'{name}' is a function; call it: {name}(...)", span, code="E405")
+        raise NameResolutionError(f"unknown name '{name}'", span, hint=self._did_you_mean(name, self._known()),
+                                  code="E201")
+
+    def _known(self) -> list[str]:
+        return list(self.variables) + list(self.params) + list(self.lets) + list(self.tables) + list(self.graphs)
+
+    @staticmethod
+    def _did_you_mean(name: str, known: list[str]) -> str | None:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        return f"did you mean '{close[0]}'?" if close else None
+
+    def _attr(self, t: Tree, span: Span) -> Node:
+        base_t, field_tok = t.children
+        fname = str(field_tok)
+        if isinstance(base_t, Tree) and base_t.data == "name":
+            base = str(base_t.children[0])
+            if base in self.poisoned:
+                raise _Poison(base)
+            if base in self.tables:
+                tab = self.tables[base]
+                if fname == "X":
+                    return Const(span, Type(REAL, tab.X.shape, base), tab.X, label=f"{base}.X")
+                if fname == "y":
+                    if tab.y is None:
+                        raise KindError(f"data table '{base}' has no target", span,
+                                        hint='load it with target = "column"', code="E405")
+                    return Const(span, Type(REAL, tab.y.shape, base), tab.y, label=f"{base}.y")
+                if fname in ("n", "p"):
+                    return Const(span, Type(), float(getattr(tab, fname)), label=f"{base}.{fname}")
+                raise NameResolutionError(f"data table '{base}' has no field '{fname}'", Span.of(field_tok),
+                                          hint="fields: X, y, n, p", code="E204")
+            if base in self.graphs:
+                g = self.graphs[base]
+                if fname in ("n", "m"):
+                    return Const(span, Type(), float(getattr(g, fname)), label=f"{base}.{fname}")
+                raise NameResolutionError(f"graph '{base}' has no field '{fname}'", Span.of(field_tok),
+                                          hint="fields: n, m", code="E204")
+        if fname == "T":
+            return self.op("transpose", [self.expr(base_t)], span)
+        raise NameResolutionError(f"no field '{fname}' here", Span.of(field_tok),
+                                  hint="only .T (transpose) applies to expressions", code="E204")
+
+    def _subscript(self, t: Tree, span: Span) -> Node:
+        base = self.expr(t.children[0])
+        index: list[Any] = []
+        parts: list[str] = []
+        for ix in t.children[1:]:
+            if isinstance(ix, Tree) and ix.data == "slice":
+                lo = None if ix.children[0] is None else self._const_int(ix.children[0], "an index")
+                hi = None if ix.children[1] is None else self._const_int(ix.children[1], "an index")
+                index.append(slice(lo, hi))
+                parts.append(f"{'' if lo is None else lo}:{'' if hi is None else hi}")
+            else:
+                i = self._const_int(ix, "an index")
+                index.append(i)
+                parts.append(str(i))
+        return self.op("index", [base], span, {"index": tuple(index), "text": ", ".join(parts)})
+
+    def _call(self, t: Tree, span: Span) -> Node:
+        fname = str(t.children[0])
+        if fname in ("adjacency", "laplacian"):
+            pos_t = [a for a in t.children[1:] if a is not None]
+            if len(pos_t) != 1:
+                raise ShapeError(f"{fname}(G) takes one graph", span, code="E304")
+            g = self.graphs[self._graph_ref(pos_t[0])]
+            M = g.W if fname == "adjacency" else g.laplacian()
+            return Const(span, Type(REAL, M.shape, None, True), M, label=f"{fname}({self._text(pos_t[0])})")
+        if fname == "cut":
+            pos_t = [a for a in t.children[1:] if a is not None]
+            if len(pos_t) != 2:
+                raise ShapeError("cut(G, s) takes a graph and a spin vector", span, code="E304")
+            g = self.graphs[self._graph_ref(pos_t[0])]
+            W = Const(Span.of(pos_t[0].meta), Type(REAL, g.W.shape, None, True), g.W,
+                      label=f"adjacency({self._text(pos_t[0])})")
+            return self.op("cut", [W, self.expr(pos_t[1])], span)
+        if fname in GENERATORS or fname in AMBIGUITY_FUNCS:
+            if fname in AMBIGUITY_FUNCS:
+                raise ModelError(f"{fname}(...) is an ambiguity set; it belongs after `within`", span, code="E508")
+            value = self._compile_time(t, "param")
+            if isinstance(value, (D.Graph, D.DataTable)):
+                raise KindError(f"{fname}() makes a graph or table; declare it with `graph`/`data`", span,
+                                code="E406")
+            shape = () if np.ndim(value) == 0 and not sp.issparse(value) else tuple(value.shape)
+            return Const(span, Type(REAL, shape, None, sp.issparse(value)), value)
+        if fname not in ATOMS or not ATOMS[fname].user:
+            if fname in self._known():
+                raise KindError(f"'{fname}' is not a function", span, code="E405")
+            from optlang.ir.atoms import user_functions
+
+            raise NameResolutionError(f"unknown function '{fname}'", Span.of(t.children[0]),
+                                      hint=self._did_you_mean(fname, user_functions()), code="E205")
+        args: list[Node] = []
+        static: dict[str, Any] = {}
+        for a in t.children[1:]:
+            if a is None:
+                continue
+            if isinstance(a, Tree) and a.data == "kwarg":
+                key = str(a.children[0])
+                if key != "axis" or fname not in ("sum", "mean"):
+                    raise ModelError(f"{fname}() has no argument '{key}'", Span.of(a.meta), code="E512")
+                static[key] = self._const_int(a.children[1], "an axis")
+            else:
+                args.append(self.expr(a))
+        return self.op(fname, args, span, static)
+
+    # ------------------------------------------------------------------ compile-time evaluation
+    def _compile_time(self, t: Tree, kind: str) -> Any:
+        """Evaluate a param/data/graph right-hand side: generators, load(), constant expressions."""
+        span = Span.of(t.meta)
+        if isinstance(t, Tree) and t.data == "call":
+            fname = str(t.children[0])
+            if fname == "load":
+                pos, kw = self._call_args(t)
+                if len(pos) != 1 or not isinstance(pos[0], str):
+                    raise DataError('load() takes a path: load("file.csv")', span, code="E604")
+                value = D.load(pos[0], self.source.base_dir, span, kind=kind, **kw)
+                if kind == "param" and isinstance(value, D.DataTable):
+                    return value.X
+                return value
+            if fname in ("erdos_renyi", "random_regular", "torus"):
+                pos, kw = self._call_args(t)
+                allowed = {"seed", "weights"}
+                for k in kw:
+                    if k not in allowed:
+                        raise DataError(f"{fname}() has no argument '{k}'", span, hint="accepted: seed, weights",
+                                        code="E606")
+                if len(pos) != 2:
+                    raise DataError(f"{GENERATORS[fname]}", span, code="E606")
+                seed = _opt_int(kw.get("seed"), span)
+                weights = str(kw.get("weights", "unit"))
+                if fname == "erdos_renyi":
+                    return D.erdos_renyi(_int(pos[0], span), float(pos[1]), seed, weights, span)
+                if fname == "random_regular":
+                    return D.random_regular(_int(pos[0], span), _int(pos[1], span), seed, weights, span)
+                return D.torus(_int(pos[0], span), _int(pos[1], span), seed, weights, span)
+            if fname in ("zeros", "ones", "eye", "randn", "rand"):
+                pos, kw = self._call_args(t)
+                for k in kw:
+                    if k != "seed":
+                        raise DataError(f"{fname}() has no argument '{k}'", span, hint="accepted: seed", code="E606")
+                if fname in ("zeros", "ones", "eye") and "seed" in kw:
+                    raise DataError(f"{fname}() takes no seed", span, code="E606")
+                return D.dense_generator(fname, [_int(p, span) for p in pos], _opt_int(kw.get("seed"), span), span)
+        if kind in ("data", "graph"):
+            raise KindError(f"`{kind}` needs load(...) or a generator", span, code="E406")
+        node = self.expr(t)
+        if not isinstance(node, Const):
+            raise KindError("a param must be a constant; it cannot depend on variables", span,
+                            hint="use `let` for expressions of variables", code="E408")
+        return node.value
+
+    def _call_args(self, t: Tree, keep_nodes: tuple[str, ...] = ()) -> tuple[list[Any], dict[str, Any]]:
+        """Constant positional and keyword arguments of a call (numbers, strings, bare names)."""
+        pos: list[Any] = []
+        kw: dict[str, Any] = {}
+        for a in t.children[1:]:
+            if a is None:
+                continue
+            if isinstance(a, Tree) and a.data == "kwarg":
+                key = str(a.children[0])
+                if key in kw:
+                    raise ModelError(f"argument '{key}' is given twice", Span.of(a.meta), code="E512")
+                kw[key] = self.expr(a.children[1]) if key in keep_nodes else self._static(a.children[1])
+            else:
+                pos.append(self._static(a))
+        return pos, kw
+
+    def _static(self, t: Tree) -> Any:
+        if isinstance(t, Tree) and t.data == "string":
+            return _unquote(t.children[0])
+        if isinstance(t, Tree) and t.data == "name" and str(t.children[0]) in ("chi2", "kl"):
+            return str(t.children[0])
+        node = self.expr(t)
+        if not isinstance(node, Const):
+            raise KindError("this argument must be a constant", Span.of(t.meta), code="E408")
+        return node.value
+
+    def _const(self, t: Tree, what: str) -> Any:
+        node = self.expr(t)
+        if not isinstance(node, Const):
+            raise KindError(f"{what} must be a constant", Span.of(t.meta), code="E408")
+        return node.value
+
+    def _const_float(self, t: Tree, what: str) -> float:
+        v = self._const(t, what)
+        if np.ndim(v) != 0:
+            raise ShapeError(f"{what} must be a scalar", Span.of(t.meta), code="E301")
+        return float(v)
+
+    def _const_int(self, t: Tree, what: str) -> int:
+        v = self._const_float(t, what)
+        if not float(v).is_integer():
+            raise ShapeError(f"{what} must be an integer, got {v:g}", Span.of(t.meta), code="E301")
+        return int(v)
+
+    def _scalar(self, node: Node, what: str) -> Node:
+        if node.type.shape != ():
+            raise ShapeError(f"{what} must be a scalar, got {node.type.describe()}", node.span,
+                             hint="reduce it with sum, mean, norm2, ...", code="E303")
+        return node
+
+    def _graph_ref(self, t: Tree) -> str:
+        if isinstance(t, Tree) and t.data == "name":
+            name = str(t.children[0])
+            if name in self.poisoned:
+                raise _Poison(name)
+            if name in self.graphs:
+                return name
+            if name in self._known():
+                raise KindError(f"'{name}' is not a graph", Span.of(t.meta),
+                                hint="declare one with graph G = load(...) or a generator", code="E405")
+            raise NameResolutionError(f"unknown graph '{name}'", Span.of(t.meta),
+                                      hint=self._did_you_mean(name, list(self.graphs)), code="E201")
+        raise KindError("a graph name is expected here", Span.of(t.meta), code="E405")
+
+    def _names(self, t: Tree) -> tuple[str, ...]:
+        out = []
+        for tok in t.children:
+            name = str(tok)
+            if name in self.poisoned:
+                raise _Poison(name)
+            if name not in self.variables:
+                raise NameResolutionError(f"'{name}' is not a variable", Span.of(tok),
+                                          hint=self._did_you_mean(name, list(self.variables)), code="E206")
+            out.append(name)
+        return tuple(out)
+
+    def _text(self, t: Tree) -> str:
+        m = t.meta
+        if getattr(m, "empty", True):
+            return ""
+        return self.source.text[m.start_pos:m.end_pos]
+
+
+def _number(tok: Token) -> float:
+    return float(str(tok))
+
+
+def _has_point(t: Tree) -> bool:
+    return isinstance(t, Tree) and t.data == "number" and any(c in str(t.children[0]) for c in ".eE")
+
+
+def _unquote(tok: Token) -> str:
+    s = str(tok)[1:-1]
+    return s.encode("utf-8").decode("unicode_escape") if "\\" in s else s
+
+
+def _int(v: Any, span: Span) -> int:
+    if np.ndim(v) != 0 or not float(v).is_integer():
+        raise DataError(f"expected an integer, got {v}", span, code="E606")
+    return int(v)
+
+
+def _opt_int(v: Any, span: Span) -> int | None:
+    return None if v is None else _int(v, span)
+
+
+__all__ = ["lower_source", "KEYWORDS"]

@@ -1,0 +1,168 @@
+"""Turn a backend's RawSolution into a Result the user can trust.
+
+Values are mapped back to the user's variables (undoing the rewrites), the objective is recomputed
+from the IR in float64, domains and constraints are checked, and a claimed bound is tested against
+the recomputed objective. Nothing here trusts the solver's own numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from optlang.backends.base import RawSolution, RunContext, Status
+from optlang.compiler import Compiled
+from optlang.ir.evaluate import evaluate_np
+from optlang.planner import Plan
+from optlang.result import Check, Result
+
+if TYPE_CHECKING:
+    from optlang.api import Model
+
+
+def robust_mean(losses: np.ndarray, kind: str, radius: float) -> float:
+    """Worst-case mean of per-sample losses over a χ² or KL ball (LANGUAGE.md §3), float64."""
+    losses = np.asarray(losses, dtype=np.float64)
+    if radius == 0:
+        return float(losses.mean())
+    if kind == "chi2":
+        k = math.sqrt(1.0 + 2.0 * radius)
+
+        def dual(eta: float) -> float:
+            return eta + k * math.sqrt(np.mean(np.maximum(losses - eta, 0.0) ** 2))
+
+        lo, hi = float(losses.min()) - abs(float(losses.max() - losses.min())) - 1.0, float(losses.max())
+        r = minimize_scalar(dual, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
+        return float(min(r.fun, dual(hi)))
+    if kind == "kl":
+        lmax = float(losses.max())
+
+        def dual_kl(log_a: float) -> float:
+            a = math.exp(log_a)
+            return a * (math.log(np.mean(np.exp((losses - lmax) / a))) + radius) + lmax
+
+        r = minimize_scalar(dual_kl, bounds=(-20, 20), method="bounded", options={"xatol": 1e-10})
+        return float(min(r.fun, lmax))
+    raise ValueError(kind)
+
+
+def verify(model: Model, compiled: Compiled, raw: RawSolution, plan: Plan, backend: str,
+           timing: dict[str, float], ctx: RunContext) -> Result:
+    ir = model.ir
+    kind = model.kind
+    checks: list[Check] = [Check(k, bool(v[0]), str(v[1])) for k, v in raw.checks.items()]
+    info = dict(raw.info)
+    values: dict[str, np.ndarray] = {}
+    objective: float | None = None
+    bound: float | None = None
+    status = raw.status
+    if status.has_solution and raw.values:
+        values = compiled.to_user(raw.values)
+        finite = all(np.all(np.isfinite(v)) for v in values.values())
+        if not finite and status != Status.DIVERGED:
+            status = Status.DIVERGED
+        checks += _domain_checks(model, values)
+        if kind in ("ising", "maxcut"):
+            objective, extra = _discrete_objective(model, compiled, values, raw)
+            checks += extra
+        elif finite:
+            objective, extra = _continuous_objective(model, compiled, values, info)
+            checks += extra
+        if raw.bound is not None and math.isfinite(raw.bound):
+            bound = compiled.sign * raw.bound + compiled.offset
+            if objective is not None:
+                tol = 1e-6 * max(1.0, abs(objective))
+                ok = objective >= bound - tol if model.form.sense == "minimize" else objective <= bound + tol
+                checks.append(Check("bound_valid", ok, f"bound {bound:.10g} vs objective {objective:.10g}"))
+    gap = None
+    if bound is not None and objective is not None:
+        gap = abs(bound - objective) / max(1.0, abs(objective))
+    history = tuple((float(t), compiled.sign * float(o) + compiled.offset if o is not None and math.isfinite(o)
+                     else float("nan"), None if b is None else compiled.sign * float(b) + compiled.offset)
+                    for t, o, b in raw.history)
+    return Result(
+        status=status, objective=objective, values=values, backend=backend, kind=kind, sense=model.form.sense,
+        bound=bound, gap=gap, plan=plan.explain(), timing=timing, iterations=raw.iterations, history=history,
+        checks=tuple(checks), device=ctx.device, seed=ctx.seed, model=model.name,
+        backend_objective=None if raw.objective is None else compiled.sign * raw.objective + compiled.offset,
+        info=info,
+    )
+
+
+def _domain_checks(model: Model, values: dict[str, np.ndarray]) -> list[Check]:
+    out = []
+    for name, v in model.ir.variables.items():
+        if name not in values:
+            continue
+        x = values[name]
+        if v.kind == "spin":
+            ok = bool(np.all(np.abs(np.abs(x) - 1.0) < 1e-9))
+            out.append(Check(f"{name}_is_spin", ok, "all values are ±1" if ok else "values outside {-1, +1}"))
+        elif v.kind == "binary":
+            ok = bool(np.all((np.abs(x) < 1e-9) | (np.abs(x - 1.0) < 1e-9)))
+            out.append(Check(f"{name}_is_binary", ok, "all values are 0/1" if ok else "values outside {0, 1}"))
+        elif v.domain.kind != "free":
+            ok = v.domain.contains(x, tol=1e-5)
+            out.append(Check(f"{name}_in_domain", ok, f"{name} {v.domain.describe()}"))
+    return out
+
+
+def _discrete_objective(model: Model, compiled: Compiled, values: dict[str, np.ndarray],
+                        raw: RawSolution) -> tuple[float, list[Check]]:
+    ir = model.ir
+    checks = []
+    if model.kind == "maxcut":
+        W = ir.graphs[ir.objective.graph or ""].W
+        s = values["s"]
+        objective = float((W.sum() / 2.0 - s @ (W @ s) / 2.0) / 2.0)
+    else:
+        assert ir.objective.expr is not None
+        objective = float(evaluate_np(ir.objective.expr, values))
+    energy = compiled.problem.energy(np.asarray(raw.values["s"], dtype=np.float64))  # type: ignore[union-attr]
+    lowered = compiled.sign * float(energy) + compiled.offset
+    ok = abs(lowered - objective) <= 1e-7 * max(1.0, abs(objective))
+    checks.append(Check("objective_recomputed", ok, f"model {objective:.12g} vs lowered problem {lowered:.12g}"))
+    if raw.objective is not None:
+        claimed = compiled.sign * raw.objective + compiled.offset
+        ok = abs(claimed - objective) <= 1e-4 * max(1.0, abs(objective))
+        checks.append(Check("backend_objective", ok, f"backend {claimed:.10g} vs recomputed {objective:.10g}"))
+    return objective, checks
+
+
+def _continuous_objective(model: Model, compiled: Compiled, values: dict[str, np.ndarray],
+                          info: dict[str, Any]) -> tuple[float | None, list[Check]]:
+    ir = model.ir
+    obj = ir.objective
+    checks: list[Check] = []
+    objective: float | None = None
+    if obj.form in ("minimize", "maximize", "minimax"):
+        assert obj.expr is not None
+        objective = float(evaluate_np(obj.expr, values))
+    elif obj.form == "multi":
+        objs = {name: float(evaluate_np(e, values)) for name, e in obj.entries}
+        info["objectives"] = objs
+        if obj.prefer is not None:
+            objective = float(evaluate_np(obj.prefer, values))
+    elif obj.form == "robust":
+        assert obj.expr is not None and obj.ambiguity is not None
+        losses = np.asarray(evaluate_np(obj.expr, values), dtype=np.float64)
+        info["mean_loss"] = float(losses.mean())
+        amb = obj.ambiguity
+        if amb.kind in ("chi2", "kl"):
+            objective = robust_mean(losses, amb.kind, amb.radius)
+        elif "robust_objective" in info:
+            objective = float(info["robust_objective"])
+        else:
+            objective = float(losses.mean())
+    for c in ir.constraints:
+        if c.sense == "argmin":
+            g = float(evaluate_np(c.expr, values))
+            info["lower_level"] = g
+            continue
+        v = np.asarray(evaluate_np(c.expr, values), dtype=np.float64)
+        viol = float(np.max(np.abs(v))) if c.sense == "==" else float(np.max(np.maximum(v, 0.0)))
+        checks.append(Check(f"constraint line {c.span.line}", viol <= 1e-4, f"{c.text}: violation {viol:.3g}"))
+    return objective, checks
