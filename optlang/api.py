@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -60,9 +61,14 @@ def parse(text: str, base_dir: str | Path = ".", params: Mapping[str, Any] | Non
     try:
         ir = lower_source(source, dict(params or {}), dict(data or {}))
         form = classify(ir)
+        model = Model(ir, form)
+        if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
+            problem = model.compiled.problem
+            model.form = replace(form, n_spins=problem.n, nnz=int(problem.J.nnz),  # type: ignore[union-attr]
+                                 has_field=problem.has_field)  # type: ignore[union-attr]
     except OptlangError as e:
         raise e.with_source(source) from None
-    return Model(ir, form)
+    return model
 
 
 class Model:
@@ -97,11 +103,27 @@ class Model:
 
     def plan(self, backend: str | None = None) -> Plan:
         """Rank the backends for this model; `backend` forces one (an error if it refuses)."""
-        name = backend if backend not in (None, "") else (self.ir.solver.name if self.ir.solver else "auto")
-        span = self.ir.solver.span if self.ir.solver and backend in (None, "") else None
+        solver = self.ir.solver
+        name = backend if backend not in (None, "") else (solver.name if solver else "auto")
+        span = solver.span if solver and backend in (None, "") else None
+        if self.form.kind == "general_bilevel":
+            span = next(c.span for c in self.ir.constraints if c.sense == "argmin")
         try:
-            return plan(self.form, name or "auto", span)
+            p = plan(self.form, name or "auto", span)
+            if solver and solver.name in ("auto", p.chosen):
+                self._backend_options(p.chosen, solver.options)
+            return p
         except OptlangError as e:
+            raise e.with_source(self.ir.source) from None
+
+    def _backend_options(self, backend: str, options: Mapping[str, Any]) -> Any:
+        """Validate options for a backend; an unknown key points at its line in the solver block."""
+        try:
+            return registry.get(backend).make_options(options)
+        except OptionError as e:
+            spans = self.ir.solver.option_spans if self.ir.solver else {}
+            if e.span is None and e.key in spans:
+                e.span = spans[e.key]
             raise e.with_source(self.ir.source) from None
 
     def latex(self) -> str:
@@ -136,10 +158,7 @@ class Model:
             raise OptionError("dtype", f"unknown dtype '{dtype}'", hint="float32 or float64", code="E702")
         if time_limit is not None and (not isinstance(time_limit, (int, float)) or time_limit <= 0):
             raise OptionError("time_limit", f"time_limit must be a positive number, got {time_limit!r}", code="E702")
-        try:
-            backend_options = b.make_options(opts)
-        except OptlangError as e:
-            raise e.with_source(self.ir.source) from None
+        backend_options = self._backend_options(b.name, opts)
 
         t0 = time.perf_counter()
         compiled = self.compiled

@@ -8,6 +8,13 @@ from functools import cache
 from optlang.backends.base import Backend
 
 BACKENDS: dict[str, str] = {
+    "sdbpg": "optlang.backends.sdbpg:SDBPG",
+    "adasgda": "optlang.backends.adasgda:AdaSGDA",
+    "gda": "optlang.backends.gda:GDA",
+    "tcdro": "optlang.backends.tcdro:TCDRO",
+    "dro-cvxpy": "optlang.backends.dro_cvxpy:DROCvxpy",
+    "erm": "optlang.backends.erm:ERM",
+    "gd": "optlang.backends.gd:GD",
 }
 
 

@@ -130,7 +130,7 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
 
 _NICE = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string", "_NL": "end of line",
          "RPAR": "')'", "RSQB": "']'", "RBRACE": "'}'", "LPAR": "'('", "LSQB": "'['", "LBRACE": "'{'",
-         "EQUAL": "'='", "COLON": "':'", "COMMA": "','", "MAXOVER": "'max over'", "SUBJECT_TO": "'subject to'"}
+         "EQUAL": "'='", "COLON": "':'", "COMMA": "','", "MINUS": "'-'", "PLUS": "'+'", "STAR": "'*'", "SLASH": "'/'", "MAXOVER": "'max over'", "SUBJECT_TO": "'subject to'"}
 
 
 def _describe_expected(expected: set[str]) -> str:

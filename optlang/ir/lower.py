@@ -111,6 +111,9 @@ class Lowerer:
     def _declare(self, tok: Token) -> str:
         name = str(tok)
         span = Span.of(tok)
+        if name in KEYWORDS:
+            raise NameResolutionError(f"'{name}' is a keyword and cannot be used as a name", span,
+                                      hint="choose another name", code="E104")
         if name in self.decl_spans:
             first = self.decl_spans[name]
             raise NameResolutionError(f"'{name}' is already defined (line {first.line})", span,
@@ -363,7 +366,9 @@ class Lowerer:
     def _finish_objective(self) -> Objective | None:
         if not self.objectives:
             if not self.errors:
-                self.errors.append(ModelError("the model has no objective", None,
+                lines = self.source.text.rstrip().splitlines() or [""]
+                end = Span(len(lines), 1, len(lines), max(2, len(lines[-1]) + 1))
+                self.errors.append(ModelError("the model has no objective", end,
                                               hint="add one of: minimize EXPR, maximize EXPR, maxcut G, "
                                                    "minimize max over y: EXPR, minimize robust mean(...) within ..., "
                                                    "minimize { f1: ..., f2: ... }", code="E501"))
@@ -514,7 +519,9 @@ class Lowerer:
                 value = np.asarray(value, dtype=np.float64)
                 if value.ndim == 0:
                     value = float(value)
-            D.check_finite(value, "this expression", span) if not sp.issparse(value) else None
+            if not sp.issparse(value) and not np.all(np.isfinite(value)):
+                raise DataError("this constant expression evaluates to NaN or infinity", span,
+                                hint="check the domain of log, sqrt and divisions", code="E607")
             return Const(span, Type(REAL, typ.shape, None, sp.issparse(value)), value)
         return Op(span, typ, atom, tuple(args), static)
 
