@@ -49,7 +49,7 @@ class Form:
     def describe(self) -> str:
         parts = [f"kind {self.kind}", f"{self.n_scalar} scalar variables"]
         if self.n_spins:
-            parts.append(f"{self.n_spins} spins, {self.nnz} couplings" + (", field" if self.has_field else ""))
+            parts.append(f"{self.n_spins} spins, {self.nnz // 2} couplings" + (", field" if self.has_field else ""))
         if self.n_samples:
             parts.append(f"{self.n_samples} samples")
         if self.constraints:

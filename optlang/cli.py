@@ -164,7 +164,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         from rich.console import Console
 
-        Console(highlight=False).print(f"[green]ok[/green] {args.model}: {m.kind} — {m.form.describe()}")
+        Console(highlight=False, soft_wrap=True).print(f"[green]ok[/green] {args.model}: {m.kind} — {m.form.describe()}")
     return EXIT_OK
 
 
@@ -179,7 +179,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, soft_wrap=True)
     con.print(f"[bold]{m.name}[/bold]: {p.kind} — {m.form.describe()}")
     t = Table(show_header=True, header_style="bold")
     t.add_column("")
@@ -260,7 +260,7 @@ def _print_result(r: Any, m: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, soft_wrap=True)
     color = "green" if r.ok else ("yellow" if r.status.has_solution else "red")
     con.print(f"[bold {color}]{r.status.value}[/]  {m.name} ({r.kind}) with [bold]{r.backend}[/] on {r.device}")
     t = Table(show_header=False, box=None)

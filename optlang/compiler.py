@@ -168,7 +168,7 @@ def classify(ir: ModelIR) -> Form:
     if errors:
         for e in errors:
             e.with_source(ir.source)
-        raise ModelErrors(errors)
+        raise errors[0] if len(errors) == 1 else ModelErrors(errors)
 
     roles = {}
     if obj.form == "minimax":

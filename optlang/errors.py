@@ -27,6 +27,7 @@ class OptlangError(Exception):
         self.source = source
         if code:
             self.code = code
+        self.errors: list[OptlangError] = [self]
 
     @property
     def line(self) -> int | None:

@@ -326,6 +326,8 @@ _unary("exp", np.exp, lambda a: a.exp(), "exponential, elementwise", cvx=lambda 
 _unary("log", np.log, lambda a: a.log(), "natural logarithm, elementwise", cvx=lambda a: _cp().log(a))
 _unary("log1p", np.log1p, lambda a: a.log1p(), "log(1 + x), elementwise", cvx=lambda a: _cp().log1p(a))
 _unary("square", np.square, lambda a: a * a, "x², elementwise", cvx=lambda a: _cp().square(a))
+_unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)")
+_unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)")
 _unary("tanh", np.tanh, lambda a: a.tanh(), "hyperbolic tangent, elementwise")
 _unary("relu", lambda a: np.maximum(a, 0.0), lambda a: a.clamp(min=0.0), "max(x, 0), elementwise",
        cvx=lambda a: _cp().pos(a))

@@ -99,7 +99,7 @@ class Lowerer:
         if self.errors:
             for e in self.errors:
                 e.with_source(self.source)
-            raise ModelErrors(self.errors)
+            raise self.errors[0] if len(self.errors) == 1 else ModelErrors(self.errors)
         assert objective is not None
         return ModelIR(
             name=self.name or Path(self.source.path).stem or "model", source=self.source, params=self.params,

@@ -123,7 +123,7 @@ class QuadraticLowering:
             raise KindError(f"'{n.atom}' is not allowed on spin/binary variables: the objective must be a "
                             "polynomial of degree at most 2", n.span, code="E402",
                             hint="use +, -, *, /, ^2, @, sum, mean, dot, quad, sumsq, square, cut")
-        return handler(n, *args)
+        return handler(n, *args, **{k: v for k, v in n.static.items() if k != "text"})
 
     # ------------------------------------------------------------------ conversions
     def vec(self, x: Any, m: int | None = None) -> Vec:

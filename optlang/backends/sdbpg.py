@@ -1,0 +1,603 @@
+"""SDBPG: stochastic dynamic barrier perturbed gradient for simple bilevel problems.
+
+Solves  min f(x)  s.t.  x ∈ argmin g(x)  (same variables, projections for the domains) with one
+loop of (minibatch) gradient steps along d = ∇f + λ∇g, where the multiplier
+λ = max(0, (φ − ⟨∇f, ∇g⟩) / (‖∇g‖² + ρ_t)) is kept bounded by the perturbation ρ_t.
+Variants: `sdbpg` (plain), `pr` (a vanishing penalty μ_t g added to f), `vr` (STORM recursive
+gradient estimators). Also here: the gradient oracle with minibatches and counters, and the
+float64 certificate checks, which the `penalty` baseline reuses. Formulas: docs/backends/sdbpg.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.torch_vars import finite, init_tensors, project
+from optlang.problem import BilevelProblem, TorchFunction, Variable
+
+BLOWUP = 1e12  # |f|, |g| or ‖x‖ beyond this (relative to the start) counts as divergence
+
+
+# ----------------------------------------------------------------------------- shared helpers
+class FlatVars:
+    """The decision variables packed into one flat tensor, with per-variable views and projection."""
+
+    def __init__(self, variables: tuple[Variable, ...]) -> None:
+        self.variables = variables
+        self.slices: list[tuple[Variable, int, int]] = []
+        off = 0
+        for v in variables:
+            self.slices.append((v, off, off + v.size))
+            off += v.size
+        self.size = off
+        self.needs_projection = any(v.domain.kind != "free" for v in variables)
+
+    def unpack(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Views of the flat tensor shaped as each variable (gradients flow back to x)."""
+        return {v.name: x[a:b].reshape(v.shape) for v, a, b in self.slices}
+
+    def initial(self, ctx: RunContext) -> torch.Tensor:
+        """The seeded feasible starting point (torch_vars.init_tensors), flattened."""
+        ts = init_tensors(self.variables, ctx, requires_grad=False)
+        if not ts:
+            return torch.zeros(0, dtype=ctx.dtype, device=ctx.device)
+        return torch.cat([ts[v.name].reshape(-1) for v in self.variables]).clone()
+
+    @torch.no_grad()
+    def project_(self, x: torch.Tensor) -> torch.Tensor:
+        """Project x onto the product of the domains, in place; returns x."""
+        if self.needs_projection:
+            for v, a, b in self.slices:
+                if v.domain.kind != "free":
+                    x[a:b] = project(v.domain, x[a:b].reshape(v.shape)).reshape(-1)
+        return x
+
+    def to_numpy(self, x: torch.Tensor) -> dict[str, np.ndarray]:
+        xn = x.detach().to("cpu", torch.float64).numpy()
+        return {v.name: xn[a:b].reshape(v.shape).copy() for v, a, b in self.slices}
+
+
+def auto_batch(n: int | None, batch: int) -> int | None:
+    """Minibatch size for a sample axis of length n: None means full batch (deterministic)."""
+    if n is None:
+        return None
+    if batch < 0:
+        return None
+    if batch == 0:  # auto: full batch when small, else about 1% of the samples (at least 256)
+        if n <= 4096:
+            return None
+        batch = max(256, n // 100)
+    return None if batch >= n else int(batch)
+
+
+class Oracle:
+    """Gradients of one TorchFunction on independent seeded minibatches, counting every call.
+
+    `calls` counts gradient oracle calls (one per minibatch gradient), `samples` the per-sample
+    gradients they cost (the full sample-axis length for a full-batch call, 1 without a sample axis).
+    """
+
+    def __init__(self, fn: TorchFunction, flat: FlatVars, ctx: RunContext, batch: int, gen: torch.Generator) -> None:
+        self.fn = fn.compile(ctx.device, ctx.dtype)
+        self.n = fn.n_samples
+        self.batch = auto_batch(self.n, batch)
+        self.flat = flat
+        self.device = ctx.device
+        self.gen = gen
+        self.calls = 0
+        self.samples = 0
+
+    @property
+    def stochastic(self) -> bool:
+        return self.batch is not None
+
+    def draw(self) -> torch.Tensor | None:
+        """A fresh minibatch of sample indices (with replacement), or None for the full batch."""
+        if self.batch is None:
+            return None
+        return torch.randint(0, self.n, (self.batch,), generator=self.gen, device=self.device)
+
+    def grad(self, x: torch.Tensor, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(value, gradient) at x on `batch`; counted."""
+        self.calls += 1
+        self.samples += (len(batch) if batch is not None else (self.n or 1))
+        xr = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            val = self.fn(self.flat.unpack(xr), batch)
+            if val.requires_grad:
+                (gr,) = torch.autograd.grad(val, xr, allow_unused=True)
+            else:
+                gr = None
+        if gr is None:
+            gr = torch.zeros_like(xr)
+        return val.detach(), gr.detach()
+
+    @torch.no_grad()
+    def value(self, x: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        return self.fn(self.flat.unpack(x), batch)
+
+    def hvp_norm(self, x: torch.Tensor, iters: int, gen: torch.Generator) -> float:
+        """Largest |eigenvalue| of the Hessian at x by power iteration on Hessian-vector products.
+
+        Uses one fixed minibatch (or the full batch); each product is counted as one gradient call.
+        """
+        batch = self.draw()
+        v = torch.randn(x.shape, generator=gen, device=x.device, dtype=x.dtype)
+        v = v / torch.clamp(torch.linalg.vector_norm(v), min=1e-30)
+        est = 0.0
+        xr = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            val = self.fn(self.flat.unpack(xr), batch)
+            if not val.requires_grad:
+                return 0.0
+            (gr,) = torch.autograd.grad(val, xr, create_graph=True, allow_unused=True)
+            if gr is None or not gr.requires_grad:
+                return 0.0
+            for _ in range(iters):
+                self.calls += 1
+                self.samples += (len(batch) if batch is not None else (self.n or 1))
+                (hv,) = torch.autograd.grad(gr, xr, grad_outputs=v, retain_graph=True, allow_unused=True)
+                if hv is None:
+                    return 0.0
+                nrm = float(torch.linalg.vector_norm(hv))
+                if not math.isfinite(nrm) or nrm == 0.0:
+                    return est if math.isfinite(nrm) else float("nan")
+                est = nrm
+                v = hv.detach() / nrm
+        return est
+
+
+def make_generator(ctx: RunContext, offset: int) -> torch.Generator:
+    """A torch generator on ctx.device seeded from ctx.seed (offset keeps streams independent)."""
+    g = torch.Generator(device=ctx.device)
+    g.manual_seed(ctx.seed * 1_000_003 + offset)
+    return g
+
+
+def lipschitz(oracle: Oracle, x: torch.Tensor, iters: int, gen: torch.Generator) -> float:
+    """Curvature scale of one level at x (power iteration; a secant estimate when Hessians fail)."""
+    try:
+        est = oracle.hvp_norm(x, iters, gen)
+    except RuntimeError:  # a function torch cannot differentiate twice: use a gradient secant
+        batch = oracle.draw()
+        delta = torch.randn(x.shape, generator=gen, device=x.device, dtype=x.dtype)
+        delta = 1e-3 * delta * max(1.0, float(torch.linalg.vector_norm(x))) / float(torch.linalg.vector_norm(delta))
+        _, g0 = oracle.grad(x, batch)
+        _, g1 = oracle.grad(x + delta, batch)
+        est = float(torch.linalg.vector_norm(g1 - g0) / torch.linalg.vector_norm(delta))
+    return est if math.isfinite(est) else float("nan")
+
+
+def certificate(
+    problem: BilevelProblem, flat: FlatVars, x_np: dict[str, np.ndarray], tol: float, tol_g: float, g0_norm: float,
+    floor: Any = lambda lam: 0.0,
+) -> tuple[dict[str, float], dict[str, tuple[bool, str]]]:
+    """Float64 full-batch f, g, ‖∇g‖, KKT residual and lower-level gap at the returned point.
+
+    The KKT residual is the projected-gradient norm of ∇f + λ̂∇g with the least-squares multiplier
+    λ̂ = max(0, −⟨∇f, ∇g⟩/‖∇g‖²); it does not trust the solver's own λ. `floor(λ̂)` is the
+    rounding floor of the precision the point was computed in (float32 iterates cannot do better).
+    """
+    dev, dt = "cpu", torch.float64
+    x = torch.cat([torch.as_tensor(x_np[v.name], dtype=dt).reshape(-1) for v in flat.variables])
+    out: dict[str, float] = {}
+    grads = []
+    for key, fn in (("f", problem.upper), ("g", problem.lower)):
+        c = fn.compile(dev, dt)
+        xr = x.clone().requires_grad_(True)
+        val = c(flat.unpack(xr), None)
+        gr = torch.autograd.grad(val, xr, allow_unused=True)[0] if val.requires_grad else None
+        gr = torch.zeros_like(x) if gr is None else gr.detach()
+        out[key] = float(val.detach())
+        grads.append(gr)
+    gf, gg = grads
+    ng2 = float(gg @ gg)
+    lam = max(0.0, -float(gf @ gg) / ng2) if ng2 > 0 else 0.0
+    with torch.no_grad():
+        step = gf + lam * gg
+        xp = flat.project_(x - step) if flat.needs_projection else x - step
+        kkt = float(torch.linalg.vector_norm(x - xp))
+        # the lower level's own projected gradient (zero at a lower-level minimizer)
+        xq = flat.project_(x - gg) if flat.needs_projection else x - gg
+        pg_g = float(torch.linalg.vector_norm(x - xq))
+    out.update(grad_g_norm=math.sqrt(ng2), lower_pgrad=pg_g, grad_f_norm=float(torch.linalg.vector_norm(gf)),
+               kkt_residual=kkt, kkt_lambda=lam)
+    checks: dict[str, tuple[bool, str]] = {}
+    finite_ok = all(math.isfinite(v) for v in out.values())
+    checks["finite"] = (finite_ok, "f, g and gradients are finite in float64" if finite_ok else "non-finite values")
+    scale_g = max(1.0, g0_norm)
+    ok_g = pg_g <= tol_g * scale_g
+    checks["lower_stationary"] = (ok_g, f"projected ‖∇g‖ = {pg_g:.3e} vs tol {tol_g * scale_g:.3e} (float64, full batch)")
+    if problem.lower_optimum is not None:
+        gap = out["g"] - float(problem.lower_optimum)
+        out["lower_gap"] = gap
+        gtol = tol_g * max(1.0, abs(float(problem.lower_optimum)), g0_norm)
+        checks["lower_gap"] = (gap <= gtol, f"g − g* = {gap:.3e} vs tol {gtol:.3e}")
+    ktol = max(tol * max(1.0, out["grad_f_norm"]), floor(lam))
+    checks["kkt"] = (kkt <= ktol, f"KKT residual {kkt:.3e} vs tol {ktol:.3e} (λ̂ = {lam:.3g}, float64, full batch)")
+    return out, checks
+
+
+class Tracer:
+    """Sub-sampled trace rows (JSON-able) kept in RawSolution.info["trace"]."""
+
+    def __init__(self, max_points: int) -> None:
+        self.rows: list[dict[str, float]] = []
+        self.max_points = max(2, max_points)
+        self.stride = 1
+        self.count = 0
+
+    def add(self, row: dict[str, float]) -> None:
+        self.count += 1
+        if (self.count - 1) % self.stride == 0:
+            self.rows.append({k: float(v) for k, v in row.items()})
+            if len(self.rows) > self.max_points:  # halve the resolution, keep the ends
+                self.rows = self.rows[::2]
+                self.stride *= 2
+
+
+# ----------------------------------------------------------------------------- the backend
+@dataclass
+class SDBPGOptions:
+    """Options of the SDBPG family (defaults documented in docs/backends/sdbpg.md)."""
+
+    variant: str = "sdbpg"  # sdbpg | pr | vr
+    alpha: float = 1.0  # barrier strength in φ
+    phi: str = "grad"  # grad: φ = α‖∇g‖²; gap: φ = α(g − g*) (needs problem.lower_optimum)
+    perturbation: bool = True  # False: the plain dynamic barrier (ρ = 0)
+    rho_rule: str = "stall"  # stall: raise Λ when progress stalls; power: Λ_t = Λ₀(1 + t/τ)^p
+    lam_target: float = 10.0  # Λ₀: the multiplier level the perturbation aims for at first
+    lam_growth: float = 4.0  # stall rule: Λ ← growth·Λ
+    stall_ratio: float = 0.01  # stall rule: phase ends when EMA ‖d‖/‖∇f‖ falls below this
+    min_phase: int = 50  # stall rule: iterations before a phase may end
+    lam_cap: float = 1e6  # stall rule: Λ grows no further
+    patience: int = 1000  # stall rule: … or when that EMA has not shrunk by 10% for this many iterations
+    rho_power: float = 0.5  # power rule exponent p
+    rho_tau: float = 100.0  # power rule time scale τ
+    rho_min: float = 0.0  # floor on ρ_t
+    step_rule: str = "adaptive"  # adaptive: η = c/(L_f + (λ+μ)L_g); constant: η = step; diminishing: step/√(1+t/τ)
+    step: float = 0.0  # base step size (0: from the estimated curvature, c/(L_f + Λ₀ L_g))
+    step_scale: float = 1.0  # c
+    momentum: float = -1.0  # Nesterov momentum: β constant in [0, 1), or −1: k/(k+3) with adaptive restart
+    batch_f: int = 0  # minibatch for ∇f: 0 auto (full when ≤ 4096 samples), -1 full, k > 0 size
+    batch_g: int = 0  # minibatch for ∇g, same convention
+    pr_mu: float = 1.0  # PR: penalty μ_t = pr_mu / (1 + t/pr_tau)^pr_power added to f as μ_t g
+    pr_tau: float = 100.0
+    pr_power: float = 1.0
+    vr_a: float = 0.1  # VR: STORM weight a in m_t = ∇h(x_t) + (1 − a)(m_{t−1} − ∇h(x_{t−1}))
+    tol_g: float = 1e-5  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
+    tol: float = 0.0  # relative KKT tolerance (0: ctx.tol or 1e-4), never below the dtype's rounding floor
+    max_iter: int = 100000  # used when ctx.max_iter is None
+    lipschitz_iters: int = 15  # power iterations for L_f, L_g
+    report_every: int = 10  # iterations between history rows / convergence checks
+    trace_points: int = 200
+    eval_samples: int = 20000  # monitoring evaluations use at most this many (fixed) samples
+
+
+class SDBPG(Backend):
+    """The SDBPG family: dynamic barrier gradient with a perturbed, bounded multiplier."""
+
+    name = "sdbpg"
+    kinds = frozenset({"bilevel"})
+    summary = "stochastic dynamic barrier perturbed gradient (SDBPG, PR-SDBPG, VR-PR-SDBPG) for x ∈ argmin g"
+    research = True
+    priority = 10
+    Options = SDBPGOptions
+
+    def refuse(self, form: Any) -> str | None:
+        base = super().refuse(form)
+        if base:
+            return base
+        return refuse_bilevel(form, self.name)
+
+    def solve(self, problem: BilevelProblem, options: SDBPGOptions, ctx: RunContext) -> RawSolution:
+        validate(options)
+        return _Run(problem, options, ctx).run()
+
+
+def refuse_bilevel(form: Any, name: str) -> str | None:
+    """Shared refusals of the first-order bilevel backends (constraints, discrete variables)."""
+    if getattr(form, "constraints", ()):
+        return (f"{name} honours only variable domains and the argmin constraint; this model has general "
+                f"constraints ({'; '.join(form.constraints)}) that it cannot enforce")
+    for v in getattr(form, "variables", ()):
+        if v.kind != "real":
+            return f"{name} needs real variables; '{v.name}' is {v.kind}"
+        if v.domain not in ("free", "box", "simplex", "ball"):
+            return f"{name} cannot project onto the domain '{v.domain}' of '{v.name}'"
+    return None
+
+
+def validate(o: SDBPGOptions) -> None:
+    """Reject option values outside their documented sets (make_options checks only the types)."""
+    from optlang.errors import OptionError
+
+    choices = {"variant": ("sdbpg", "pr", "vr"), "phi": ("grad", "gap"), "rho_rule": ("stall", "power"),
+               "step_rule": ("adaptive", "constant", "diminishing")}
+    for key, allowed in choices.items():
+        if getattr(o, key) not in allowed:
+            raise OptionError(key, f"option '{key}' of 'sdbpg' must be one of {', '.join(allowed)}, "
+                                   f"got {getattr(o, key)!r}")
+    if not (0.0 <= o.momentum < 1.0 or o.momentum == -1.0):
+        raise OptionError("momentum", "option 'momentum' of 'sdbpg' must be in [0, 1), or −1 for the restarted schedule")
+    if not 0.0 < o.vr_a <= 1.0:
+        raise OptionError("vr_a", "option 'vr_a' of 'sdbpg' must be in (0, 1]")
+    if o.lam_target <= 0 or o.lam_growth < 1.0 or o.alpha < 0 or o.step < 0 or o.step_scale <= 0:
+        raise OptionError("lam_target", "sdbpg needs lam_target > 0, lam_growth ≥ 1, alpha ≥ 0, step ≥ 0, "
+                                        "step_scale > 0")
+
+
+class _Run:
+    """One SDBPG solve: state, the loop, and the RawSolution it ends with."""
+
+    def __init__(self, problem: BilevelProblem, o: SDBPGOptions, ctx: RunContext) -> None:
+        self.p, self.o, self.ctx = problem, o, ctx
+        self.flat = FlatVars(problem.variables)
+        self.gen_f = make_generator(ctx, 1)
+        self.gen_g = make_generator(ctx, 2)
+        self.of = Oracle(problem.upper, self.flat, ctx, o.batch_f, self.gen_f)
+        self.og = Oracle(problem.lower, self.flat, ctx, o.batch_g, self.gen_g)
+        # float32 iterates carry ~1e-7 relative rounding, amplified by λ·L_g in the KKT residual
+        self.tol = o.tol or ctx.tol or 1e-4
+        self.max_iter = ctx.max_iter if ctx.max_iter is not None else o.max_iter
+        self.tracer = Tracer(o.trace_points)
+        self.g_star = problem.lower_optimum
+        if o.phi == "gap" and self.g_star is None:
+            from optlang.errors import OptionError
+
+            raise OptionError("phi", "phi = 'gap' needs the lower-level optimum g*, which this problem does not know")
+        # fixed monitoring subsets (same for every report, so the trace is comparable over time)
+        gen_e = make_generator(ctx, 3)
+        self.eval_f = self._eval_subset(self.of.n, gen_e)
+        self.eval_g = self._eval_subset(self.og.n, gen_e)
+
+    def _eval_subset(self, n: int | None, gen: torch.Generator) -> torch.Tensor | None:
+        if n is None or n <= self.o.eval_samples:
+            return None
+        return torch.randperm(n, generator=gen, device=self.ctx.device)[: self.o.eval_samples]
+
+    # --- the multiplier and its perturbation
+    def rho(self, t: int, nf2: float) -> float:
+        """ρ_t = α‖∇F‖²/Λ_t³ (floored): bounds λ by α + Λ_t^{3/2}/(2√α) and sets its resting level ≈ Λ_t."""
+        if not self.o.perturbation:
+            return 0.0
+        lam_t = self.lam_level(t)
+        a = max(self.o.alpha, 1e-12)
+        return max(self.o.rho_min, a * nf2 / lam_t**3)
+
+    def lam_level(self, t: int) -> float:
+        if self.o.rho_rule == "power":
+            return self.o.lam_target * (1.0 + t / self.o.rho_tau) ** self.o.rho_power
+        return self.Lam
+
+    def mu(self, t: int) -> float:
+        if self.o.variant not in ("pr", "vr"):
+            return 0.0
+        return self.o.pr_mu / (1.0 + t / self.o.pr_tau) ** self.o.pr_power
+
+    def beta(self, k: int) -> float:
+        """Momentum weight: constant, or the accelerated schedule k/(k+3) with restarts (momentum < 0)."""
+        if self.o.momentum >= 0:
+            return self.o.momentum
+        return k / (k + 3.0)
+
+    def step_size(self, t: int, lam: float, mu: float) -> float:
+        o = self.o
+        if o.step_rule == "adaptive":
+            return o.step_scale / (self.Lf + (lam + mu) * self.Lg + 1e-30)
+        if o.step_rule == "constant":
+            return self.eta0
+        return self.eta0 / math.sqrt(1.0 + t / o.rho_tau)
+
+    # --- main loop
+    def run(self) -> RawSolution:
+        o, ctx, flat = self.o, self.ctx, self.flat
+        x = flat.project_(flat.initial(ctx))
+        self.Lf = lipschitz(self.of, x, o.lipschitz_iters, self.gen_f) if o.lipschitz_iters > 0 else 1.0
+        self.Lg = lipschitz(self.og, x, o.lipschitz_iters, self.gen_g) if o.lipschitz_iters > 0 else 1.0
+        if not (math.isfinite(self.Lf) and math.isfinite(self.Lg)):
+            return self._finish(x, Status.DIVERGED, 0, "curvature estimate is not finite at the start")
+        self.Lf = max(self.Lf, 1e-8 * max(self.Lg, 1.0), 1e-12)
+        self.Lg = max(self.Lg, 1e-12)
+        self.Lam = o.lam_target
+        self.lower_ok = False
+        self.eta0 = o.step if o.step > 0 else o.step_scale / (self.Lf + o.lam_target * self.Lg)
+        _, gg0 = self.og.grad(x, self.eval_g)
+        self.og.calls -= 1  # the start-up norm is monitoring, not an algorithm step
+        self.og.samples -= (len(self.eval_g) if self.eval_g is not None else (self.og.n or 1))
+        self.g0_norm = float(torch.linalg.vector_norm(gg0))
+        self.start_scale = max(1.0, float(torch.linalg.vector_norm(x)))
+        x_prev = x.clone()
+        y_prev: torch.Tensor | None = None
+        m_f = m_g = None
+        lam_max, lam = 0.0, 0.0
+        ema, ema_best, ema_best_t = 1.0, 1.0, 0
+        phase_start = 0
+        best = (x.clone(), 0)
+        status: Status | None = None
+        note = ""
+        t = 0
+        k_mom = 0
+        self.phases = 0
+        self.f0 = None
+        while True:
+            if ctx.should_stop():
+                status = ctx.stop_status()
+                break
+            if t >= self.max_iter:
+                status = Status.ITERATION_LIMIT
+                break
+            beta = self.beta(k_mom) if t > phase_start else 0.0
+            k_mom += 1
+            y = x + beta * (x - x_prev) if beta > 0 else x
+            if beta > 0 and flat.needs_projection:
+                y = flat.project_(y.clone())
+            bf, bg = self.of.draw(), self.og.draw()
+            fv, gf = self.of.grad(y, bf)
+            gv, gg = self.og.grad(y, bg)
+            if o.variant == "vr":
+                if m_f is not None and y_prev is not None:
+                    # STORM: correct the previous estimate with the same minibatch at the previous point
+                    _, gf_old = self.of.grad(y_prev, bf) if self.of.stochastic else (None, m_f)
+                    _, gg_old = self.og.grad(y_prev, bg) if self.og.stochastic else (None, m_g)
+                    if self.of.stochastic:
+                        gf = gf + (1.0 - o.vr_a) * (m_f - gf_old)
+                    if self.og.stochastic:
+                        gg = gg + (1.0 - o.vr_a) * (m_g - gg_old)
+                m_f, m_g, y_prev = gf, gg, y
+            mu = self.mu(t)
+            F = gf + mu * gg if mu > 0 else gf
+            ng2 = float(gg @ gg)
+            nf2 = float(F @ F)
+            inner = float(F @ gg)
+            if o.phi == "gap":
+                phi = o.alpha * max(0.0, float(gv) - float(self.g_star))
+            else:
+                phi = o.alpha * ng2
+            rho = self.rho(t, nf2)
+            den = ng2 + rho
+            lam = max(0.0, (phi - inner) / den) if den > 0 else 0.0
+            if not math.isfinite(lam):
+                status, note = Status.DIVERGED, "the multiplier is not finite (‖∇g‖² + ρ = 0 with ⟨∇f, ∇g⟩ ≠ 0)"
+                break
+            lam_max = max(lam_max, lam)
+            d = F + lam * gg
+            eta = self.step_size(t, lam, mu)
+            x_new = y - eta * d
+            if flat.needs_projection:
+                flat.project_(x_new)
+            if not finite(x_new, fv, gv) or float(torch.linalg.vector_norm(x_new)) > BLOWUP * self.start_scale:
+                status, note = Status.DIVERGED, f"non-finite or exploding iterate at iteration {t}"
+                break
+            if o.momentum < 0 and float(d @ (x_new - x)) > 0:
+                k_mom = 0  # adaptive restart (O'Donoghue & Candès): momentum points uphill
+            x_prev, x = x, x_new
+            t += 1
+            # stall rule: when the direction has (relatively) vanished, raise the multiplier level
+            rel = math.sqrt(float(d @ d)) / max(math.sqrt(nf2), lam * math.sqrt(ng2), 1e-30)
+            ema = 0.9 * ema + 0.1 * rel
+            if ema < 0.9 * ema_best:
+                ema_best, ema_best_t = ema, t
+            stalled = ema < o.stall_ratio or t - ema_best_t >= o.patience  # small, or no longer shrinking
+            if (o.perturbation and o.rho_rule == "stall" and t - phase_start >= o.min_phase and stalled
+                    and not self.lower_ok and self.Lam < o.lam_cap):
+                self.Lam *= o.lam_growth
+                self.phases += 1
+                phase_start, ema, k_mom = t, 1.0, 0
+                ema_best, ema_best_t = 1.0, t
+                x_prev = x.clone()
+                m_f = m_g = y_prev = None
+            if t % o.report_every == 0:
+                done, row = self._monitor(x, t, lam, lam_max, rho, eta)
+                if row is None:
+                    status, note = Status.DIVERGED, f"non-finite objective at iteration {t}"
+                    break
+                best = (x.clone(), t)
+                if done:
+                    status = Status.CONVERGED
+                    break
+        if status == Status.DIVERGED:
+            x = best[0]
+        else:
+            self._monitor(x, t, lam, lam_max, 0.0, 0.0, final=True)
+        return self._finish(x, status or Status.ITERATION_LIMIT, t, note, lam_max)
+
+    def _monitor(self, x: torch.Tensor, t: int, lam: float, lam_max: float, rho: float, eta: float,
+                 final: bool = False) -> tuple[bool, dict[str, float] | None]:
+        """Full-batch (or fixed-subset) f, g, ‖∇g‖ at x: history row, trace row, convergence test."""
+        with torch.enable_grad():
+            fv, gf = self._eval_grad(self.of, x, self.eval_f)
+            gv, gg = self._eval_grad(self.og, x, self.eval_g)
+        f, g = float(fv), float(gv)
+        if not (math.isfinite(f) and math.isfinite(g)):
+            return False, None
+        with torch.no_grad():
+            ngg = float(torch.linalg.vector_norm(gg))
+            if self.flat.needs_projection:
+                pg_g = float(torch.linalg.vector_norm(x - self.flat.project_(x - gg)))
+            else:
+                pg_g = ngg
+            n2 = float(gg @ gg)
+            lam_hat = max(0.0, -float(gf @ gg) / n2) if n2 > 0 else 0.0
+            step = gf + lam_hat * gg
+            if self.flat.needs_projection:
+                kkt = float(torch.linalg.vector_norm(x - self.flat.project_(x - step)))
+            else:
+                kkt = float(torch.linalg.vector_norm(step))
+        row = {"iter": t, "time": self.ctx.elapsed(), "f": f, "g": g, "grad_g": ngg, "lam": lam, "rho": rho,
+               "step": eta, "grad_evals": self.of.calls + self.og.calls,
+               "samples": self.of.samples + self.og.samples}
+        if self.g_star is not None:
+            row["gap"] = g - float(self.g_star)
+        if not final:
+            self.tracer.add(row)
+            flat = self.flat
+            self.ctx.report(f, None, iteration=t, g=g, grad_g=ngg, lam=lam, lam_max=lam_max,
+                            grad_evals=row["grad_evals"], samples=row["samples"],
+                            point=lambda: flat.to_numpy(x))
+        self.last = {"f": f, "g": g, "grad_g": ngg, "lower_pgrad": pg_g, "kkt": kkt}
+        ok_g = pg_g <= self.o.tol_g * max(1.0, self.g0_norm)
+        self.lower_ok = ok_g
+        ok_f = kkt <= self.kkt_tol(lam_hat, float(torch.linalg.vector_norm(gf)), float(torch.linalg.vector_norm(x)))
+        return ok_g and ok_f, row
+
+    def kkt_tol(self, lam_hat: float, nf: float, nx: float) -> float:
+        """tol·max(1, ‖∇f‖), raised to the rounding floor 2·eps·(L_f + λ̂L_g)·‖x‖ of the working dtype."""
+        eps = float(torch.finfo(self.ctx.dtype).eps)
+        return max(self.tol * max(1.0, nf), 2.0 * eps * (self.Lf + lam_hat * self.Lg) * max(nx, 1e-30))
+
+    def _eval_grad(self, oracle: Oracle, x: torch.Tensor, subset: torch.Tensor | None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        xr = x.detach().requires_grad_(True)
+        val = oracle.fn(self.flat.unpack(xr), subset)
+        gr = torch.autograd.grad(val, xr, allow_unused=True)[0] if val.requires_grad else None
+        return val.detach(), (torch.zeros_like(xr) if gr is None else gr.detach())
+
+    def _finish(self, x: torch.Tensor, status: Status, t: int, note: str = "", lam_max: float = 0.0) -> RawSolution:
+        values = self.flat.to_numpy(x)
+        nx = float(torch.linalg.vector_norm(x))
+        Lf, Lg = getattr(self, "Lf", 0.0), getattr(self, "Lg", 0.0)
+        eps = float(torch.finfo(self.ctx.dtype).eps)
+        stats, checks = certificate(self.p, self.flat, values, self.tol, self.o.tol_g, getattr(self, "g0_norm", 1.0),
+                                    floor=lambda lam: 2.0 * eps * (Lf + lam * Lg) * nx)
+        if status == Status.CONVERGED and not checks["lower_stationary"][0]:
+            status = Status.FEASIBLE  # a monitoring subset said yes, the full float64 check says no
+        info: dict[str, Any] = {
+            "variant": self.o.variant,
+            "perturbation": self.o.perturbation,
+            "lower_reached": bool(checks["lower_stationary"][0] and checks.get("lower_gap", (True, ""))[0]),
+            "lam_max": lam_max,
+            "lam_level": getattr(self, "Lam", self.o.lam_target),
+            "phases": getattr(self, "phases", 0),
+            "L_f": getattr(self, "Lf", float("nan")),
+            "L_g": getattr(self, "Lg", float("nan")),
+            "grad_evals": self.of.calls + self.og.calls,
+            "grad_evals_f": self.of.calls,
+            "grad_evals_g": self.og.calls,
+            "samples": self.of.samples + self.og.samples,
+            "batch_f": self.of.batch,
+            "batch_g": self.og.batch,
+            "trace": self.tracer.rows,
+            **{k: v for k, v in stats.items()},
+        }
+        if note:
+            info["note"] = note
+        return RawSolution(status=status, values=values, objective=stats.get("f"), bound=None, iterations=t,
+                           history=list(self.ctx.history), info=_jsonable(info), checks=checks)
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    """Replace non-finite floats by None-free strings so info stays JSON-able."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            out[k] = str(v)
+        else:
+            out[k] = v
+    return out

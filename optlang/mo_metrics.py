@@ -1,0 +1,227 @@
+"""Multi-objective quality measures and reference problems, in float64 numpy.
+
+What lives here: non-dominated filtering, exact hypervolume for 2 and 3 objectives, IGD,
+Das-Dennis reference directions, the analytic Pareto fronts of ZDT1-3 and DTLZ2, and those
+problems built as `MultiObjectiveProblem`s (used by tests and benchmarks). Nothing here solves.
+All objectives are minimized.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from optlang.problem import Domain, MultiObjectiveProblem, TorchFunction, Variable
+
+# ----------------------------------------------------------------------------- dominance
+
+
+def dominates(a: np.ndarray, b: np.ndarray, tol: float = 0.0) -> bool:
+    """True when a Pareto-dominates b: a ≤ b + tol everywhere and a < b − tol somewhere."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return bool(np.all(a <= b + tol) and np.any(a < b - tol))
+
+
+def nondominated_mask(F: np.ndarray) -> np.ndarray:
+    """Boolean mask of the rows of F (n, m) that no other row dominates (duplicates: first kept)."""
+    F = np.asarray(F, dtype=np.float64)
+    n = F.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.lexsort(F.T[::-1])  # sort by first objective, ties by the next ones
+    keep = np.zeros(n, dtype=bool)
+    kept: list[int] = []
+    for i in order:
+        f = F[i]
+        dominated = False
+        for j in kept:  # a kept row sorts before f, so only it can dominate f (or equal it)
+            g = F[j]
+            if np.all(g <= f):
+                dominated = True
+                break
+        if not dominated:
+            keep[i] = True
+            kept.append(int(i))
+    return keep
+
+
+def nondominated(F: np.ndarray) -> np.ndarray:
+    """The non-dominated rows of F (duplicates removed)."""
+    F = np.asarray(F, dtype=np.float64)
+    return F[nondominated_mask(F)]
+
+
+# ----------------------------------------------------------------------------- hypervolume
+
+
+def _hv2(F: np.ndarray, ref: np.ndarray) -> float:
+    """Exact 2-D hypervolume of points already inside the reference box."""
+    P = nondominated(F)
+    P = P[np.argsort(P[:, 0])]
+    hv = 0.0
+    prev_f2 = ref[1]
+    for f1, f2 in P:
+        hv += (ref[0] - f1) * (prev_f2 - f2)
+        prev_f2 = f2
+    return float(hv)
+
+
+def _hv3(F: np.ndarray, ref: np.ndarray) -> float:
+    """Exact 3-D hypervolume by slicing along the third objective (O(n² log n))."""
+    P = nondominated(F)
+    P = P[np.argsort(P[:, 2])]
+    hv = 0.0
+    for k in range(P.shape[0]):
+        z_lo = P[k, 2]
+        z_hi = P[k + 1, 2] if k + 1 < P.shape[0] else ref[2]
+        if z_hi > z_lo:
+            hv += _hv2(P[: k + 1, :2], ref[:2]) * (z_hi - z_lo)
+    return float(hv)
+
+
+def hypervolume(F: np.ndarray, ref: np.ndarray) -> float:
+    """Exact hypervolume dominated by the rows of F (n, m) and bounded by `ref`, for m = 2 or 3.
+
+    Points not strictly better than ref in every objective contribute nothing.
+    """
+    F = np.atleast_2d(np.asarray(F, dtype=np.float64))
+    ref = np.asarray(ref, dtype=np.float64).ravel()
+    if F.size == 0:
+        return 0.0
+    if F.shape[1] != ref.size:
+        raise ValueError(f"reference point has {ref.size} entries for {F.shape[1]} objectives")
+    F = F[np.all(F < ref, axis=1)]
+    if F.shape[0] == 0:
+        return 0.0
+    if F.shape[1] == 1:
+        return float(ref[0] - F[:, 0].min())
+    if F.shape[1] == 2:
+        return _hv2(F, ref)
+    if F.shape[1] == 3:
+        return _hv3(F, ref)
+    raise ValueError("exact hypervolume is implemented for 1 to 3 objectives only")
+
+
+def igd(F: np.ndarray, reference_front: np.ndarray) -> float:
+    """Inverted generational distance: mean distance from each reference point to its nearest row of F."""
+    F = np.atleast_2d(np.asarray(F, dtype=np.float64))
+    R = np.atleast_2d(np.asarray(reference_front, dtype=np.float64))
+    d = np.sqrt(((R[:, None, :] - F[None, :, :]) ** 2).sum(-1))
+    return float(d.min(axis=1).mean())
+
+
+# ----------------------------------------------------------------------------- directions
+
+
+def das_dennis(n_partitions: int, m: int) -> np.ndarray:
+    """Das-Dennis weights: every w ∈ Δ^{m−1} with entries in {0, 1/p, ..., 1} (C(p+m−1, m−1) rows)."""
+    p = int(n_partitions)
+    rows = []
+    for c in itertools.combinations(range(p + m - 1), m - 1):
+        bars = (-1, *c, p + m - 1)
+        rows.append([bars[i + 1] - bars[i] - 1 for i in range(m)])
+    return np.asarray(rows, dtype=np.float64) / p
+
+
+def directions(k: int, m: int) -> np.ndarray:
+    """About k simplex weights for m objectives (Das-Dennis with the largest partition not above k)."""
+    if m == 1:
+        return np.ones((1, 1))
+    p = 1
+    while math.comb(p + 1 + m - 1, m - 1) <= k:
+        p += 1
+    return das_dennis(p, m)
+
+
+# ----------------------------------------------------------------------------- reference fronts
+
+
+def zdt_front(which: int, n_points: int = 500) -> np.ndarray:
+    """The analytic Pareto front of ZDT1/2/3 (g = 1), non-dominated, (n_points or fewer, 2)."""
+    f1 = np.linspace(0.0, 1.0, n_points)
+    if which == 1:
+        f2 = 1.0 - np.sqrt(f1)
+    elif which == 2:
+        f2 = 1.0 - f1**2
+    elif which == 3:
+        f1 = np.linspace(0.0, 0.8518328654, 20 * n_points)
+        f2 = 1.0 - np.sqrt(f1) - f1 * np.sin(10.0 * np.pi * f1)
+        F = nondominated(np.stack([f1, f2], axis=1))
+        idx = np.linspace(0, F.shape[0] - 1, min(n_points, F.shape[0])).round().astype(int)
+        return F[idx]
+    else:
+        raise ValueError("ZDT front known for 1, 2, 3")
+    return np.stack([f1, f2], axis=1)
+
+
+def dtlz2_front(n_partitions: int = 20) -> np.ndarray:
+    """Points of the DTLZ2 3-objective front: the unit sphere in the positive orthant."""
+    W = das_dennis(n_partitions, 3)
+    return W / np.linalg.norm(W, axis=1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------- problems
+
+
+def _tf(fn: Callable, source: str) -> TorchFunction:
+    return TorchFunction.from_callable(fn, source=source)
+
+
+def zdt_problem(which: int, n: int = 30, preference: Callable | None = None) -> MultiObjectiveProblem:
+    """ZDT1/2/3 (pymoo's definitions) over x ∈ [0, 1]^n; `preference(f1, f2, x)` → scalar tensor or None."""
+    import torch
+
+    def g_of(x: torch.Tensor) -> torch.Tensor:
+        return 1.0 + 9.0 * x[1:].sum() / (n - 1)
+
+    def f1(v: dict, batch: object = None) -> torch.Tensor:
+        return v["x"][0]
+
+    def f2(v: dict, batch: object = None) -> torch.Tensor:
+        x = v["x"]
+        g = g_of(x)
+        r = x[0] / g
+        if which == 1:
+            return g * (1.0 - torch.sqrt(r))
+        if which == 2:
+            return g * (1.0 - r**2)
+        return g * (1.0 - torch.sqrt(r) - r * torch.sin(10.0 * math.pi * x[0]))
+
+    objectives = (("f1", _tf(f1, "x[0]")), ("f2", _tf(f2, f"zdt{which} f2")))
+    pref = None
+    if preference is not None:
+        pref = _tf(lambda v, batch=None: preference(f1(v), f2(v), v["x"]), "preference")
+    var = Variable("x", (n,), Domain("box", 0.0, 1.0))
+    return MultiObjectiveProblem(variables=(var,), objectives=objectives, preference=pref)
+
+
+def dtlz2_problem(n: int = 12, m: int = 3, preference: Callable | None = None) -> MultiObjectiveProblem:
+    """DTLZ2 (pymoo's ordering) over x ∈ [0, 1]^n; `preference(F, x)` with F a length-m tensor."""
+    import torch
+
+    def objs(x: torch.Tensor) -> list[torch.Tensor]:
+        g = ((x[m - 1 :] - 0.5) ** 2).sum()
+        c = torch.cos(x[: m - 1] * (math.pi / 2))
+        s = torch.sin(x[: m - 1] * (math.pi / 2))
+        out = []
+        for i in range(m):
+            f = 1.0 + g
+            for j in range(m - 1 - i):
+                f = f * c[j]
+            if i > 0:
+                f = f * s[m - 1 - i]
+            out.append(f)
+        return out
+
+    objectives = tuple(
+        (f"f{i + 1}", _tf(lambda v, batch=None, i=i: objs(v["x"])[i], f"dtlz2 f{i + 1}")) for i in range(m)
+    )
+    pref = None
+    if preference is not None:
+        pref = _tf(lambda v, batch=None: preference(torch.stack(objs(v["x"])), v["x"]), "preference")
+    var = Variable("x", (n,), Domain("box", 0.0, 1.0))
+    return MultiObjectiveProblem(variables=(var,), objectives=objectives, preference=pref)

@@ -1,0 +1,62 @@
+"""Reports of comparisons and suites: HTML (self-contained, inline SVG), Markdown, JSON, console tables.
+
+`render(obj, fmt)` takes a compare.Comparison or a bench.BenchReport; `write` puts it in a file.
+The SVG plotting lives in svg.py, result → chart data in panels.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("html", "md", "json")
+
+
+def render(obj: Any, fmt: str = "html") -> str:
+    """The report text of a Comparison or BenchReport in one of FORMATS."""
+    from optlang.bench import BenchReport
+    from optlang.report import html, json_report, markdown
+
+    if fmt == "json":
+        return json_report.render(obj)
+    bench = isinstance(obj, BenchReport)
+    if fmt == "html":
+        return html.render_bench(obj) if bench else html.render_comparison(obj)
+    if fmt == "md":
+        return markdown.render_bench(obj) if bench else markdown.render_comparison(obj)
+    from optlang.errors import OptionError
+
+    raise OptionError("format", f"unknown report format '{fmt}'", hint="use html, md or json")
+
+
+def write(obj: Any, path: str | Path, fmt: str = "html") -> Path:
+    """Render and write the report (UTF-8); returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render(obj, fmt), encoding="utf-8")
+    return p
+
+
+def rich_table(obj: Any) -> Any:
+    """A rich Table for the console: the summary of a Comparison, the backend table of a BenchReport."""
+    from rich.table import Table
+
+    from optlang.bench import BenchReport
+    from optlang.report import fmt
+
+    if isinstance(obj, BenchReport):
+        t = Table(title=f"bench {obj.suite}: {len(obj.models)} models, {len(obj.rows)} runs")
+        for h in ("backend", "models", "reached best", "fastest", "ρ(1)", "ρ(2)", "ρ(10)", "median gap", "errors"):
+            t.add_column(h, justify="left" if h == "backend" else "right")
+        for r in obj.backend_table():
+            t.add_row(r["backend"], str(r["models"]), str(r["reached_best"]), str(r["fastest"]), f"{r['rho_1']:.2f}",
+                      f"{r['rho_2']:.2f}", f"{r['rho_10']:.2f}", fmt.pct(r["median_gap"]), str(r["error_runs"]))
+        return t
+    t = Table(title=f"{obj.model} ({obj.kind}, {obj.sense}): {obj.repeats} repeat(s)")
+    for h in ("backend", "ok", "status", "best", "median", "bound", "gap", "time", "checks", "flag"):
+        t.add_column(h, justify="left" if h in ("backend", "status", "flag") else "right", overflow="fold")
+    for s in obj.summaries():  # compact: the report has spread and time ranges
+        t.add_row(s.backend, f"{s.solved}/{s.runs}", s.status_text or fmt.DASH, fmt.num(s.best, 6),
+                  fmt.num(s.median, 6), fmt.num(s.bound, 6), fmt.pct(s.gap), fmt.seconds(s.time_median),
+                  s.checks_text, "[bold red]CONTRADICTED[/bold red]" if s.flagged else "")
+    return t
