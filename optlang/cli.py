@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_PLAN
     except OptionError as e:
         _print_error(e, args)
-        return EXIT_USAGE if e.span is None and e.source is None else EXIT_MODEL
+        return EXIT_USAGE if e.span is None else EXIT_MODEL
     except (ModelErrors, DataError, OptlangError) as e:
         from optlang.api import SolveError
 

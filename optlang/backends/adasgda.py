@@ -145,16 +145,25 @@ class AdaSGDARule:
         self.px = self.py = (_clone(x), _clone(y))
         return mx, my
 
-    def _step(self, tensors: Tensors, m: Tensors, eta: float, sign: float) -> None:
+    def _step(self, tensors: Tensors, m: Tensors, eta: float, sign: float, project: Any) -> float:
+        """Move along D(m) by eta, project, and return the squared length of the realized mapping Δ/eta."""
         o = self.o
+        before = _clone(tensors)
         with torch.no_grad():
             for k, g in m.items():
                 tensors[k].add_(direction(g, o.orthogonalize, o.ns_steps, o.ns_polish), alpha=sign * eta)
+        project(tensors)
+        return sq_norm({k: tensors[k] - before[k] for k in tensors}) / (eta * eta)
 
     def update(
         self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: torch.Tensor | None, oracle: Oracle
     ) -> None:
-        """One AdaSGDA iteration from the gradients (gx, gy) at (x, y) on `batch`."""
+        """One AdaSGDA iteration from the gradients (gx, gy) at (x, y) on `batch`.
+
+        The step uses the accumulators with this step's ‖m‖² included (bounded first steps); the
+        accumulators then keep the realized projected mapping ‖Δ/η‖² instead, which vanishes at a
+        constrained stationary point where the raw gradient does not (else η would decay forever).
+        """
         o = self.o
         if self.vr and not o.alternating:
             mx, my = self._storm_both(t, x, y, gx, gy, batch, oracle)
@@ -164,23 +173,19 @@ class AdaSGDARule:
         nx, ny = sq_norm(mx), sq_norm(my)
         if self.s0 is None:
             self.s0 = math.sqrt(nx + ny) or 1.0
-        s0 = self.s0
-        self.vx += nx
-        if not o.alternating:
-            self.vy += ny
+        s2 = self.s0**2
         if o.dog:
             self._track_distance(x, y)
-        self.eta_x = (o.c_x * self.rx / s0) / (max(self.vx, self.vy, 1e-300) / s0**2) ** o.a
-        self._step(x, mx, self.eta_x, -1.0)
-        oracle.project_x_(x)
+        vy_trial = self.vy + (0.0 if o.alternating else ny)
+        self.eta_x = (o.c_x * self.rx / self.s0) / (max(self.vx + nx, vy_trial, 1e-300) / s2) ** o.a
+        self.vx += self._step(x, mx, self.eta_x, -1.0, oracle.project_x_)
         if o.alternating:  # the max player answers the new x (Gauss–Seidel)
             _, _, gy = oracle.grads(x, y, batch)
             self.extra_evals += 1
             my = self._storm_y(t, x, y, gy, batch, oracle) if self.vr else gy
-            self.vy += sq_norm(my)
-        self.eta_y = (o.c_y * self.ry / s0) / (max(self.vy, 1e-300) / s0**2) ** o.b
-        self._step(y, my, self.eta_y, 1.0)
-        oracle.project_y_(y)
+            ny = sq_norm(my)
+        self.eta_y = (o.c_y * self.ry / self.s0) / (max(self.vy + ny, 1e-300) / s2) ** o.b
+        self.vy += self._step(y, my, self.eta_y, 1.0, oracle.project_y_)
 
     def info(self) -> dict[str, Any]:
         o = self.o
@@ -215,7 +220,7 @@ class AdaSGDA(Backend):
         variant: str = "base"  # base | vr (STORM estimators, one extra gradient per step)
         orthogonalize: bool = True  # Newton–Schulz polar directions for 2-D variables
         c_x: float = 1.0  # step scale of the min player (× distance travelled with dog, else units of x)
-        c_y: float = 1.0  # step scale of the max player
+        c_y: float = 2.0  # step scale of the max player (the fast one)
         a: float = 0.6  # accumulator power of the min player (a > b: x is the slow player)
         b: float = 0.4  # accumulator power of the max player
         ns_steps: int = 5

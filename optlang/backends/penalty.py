@@ -166,6 +166,7 @@ class _PenaltyRun:
             return fv + gv / self.eps
 
         steps = 0
+        last: float | None = None
         while True:
             if self.ctx.should_stop():
                 return xp.detach(), self.ctx.stop_status(), ""
@@ -180,7 +181,11 @@ class _PenaltyRun:
             if not bool(torch.isfinite(loss)) or not bool(torch.isfinite(xd).all()):
                 return xd, Status.DIVERGED, f"non-finite penalty value at ε = {self.eps:g}"
             self._report(xd)
-            if state["gnorm"] <= o.inner_tol * max(1.0, state["gf"]) or steps >= o.inner_iters:
+            eps = float(torch.finfo(self.ctx.dtype).eps)
+            floor = 2.0 * eps * (self.Lf + self.Lg / self.eps) * float(torch.linalg.vector_norm(xd))
+            stalled = last is not None and float(loss) >= last  # the line search made no progress
+            last = float(loss)
+            if state["gnorm"] <= max(o.inner_tol * max(1.0, state["gf"]), floor) or steps >= o.inner_iters or stalled:
                 return xd.clone(), None, ""
 
     def _stage_sgd(self, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:

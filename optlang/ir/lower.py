@@ -209,8 +209,8 @@ class Lowerer:
 
     def _var_decl(self, t: Tree, kind: str) -> None:
         tok = t.children[0]
-        dims = t.children[1] if len(t.children) > 1 else None
-        dom_tree = t.children[2] if len(t.children) > 2 else None
+        dims = next((c for c in t.children[1:] if isinstance(c, Tree) and c.data == "dims"), None)
+        dom_tree = next((c for c in t.children[1:] if isinstance(c, Tree) and c.data.startswith("dom_")), None)
         name = self._declare(tok)
         try:
             shape = self._dims(dims) if dims is not None else ()

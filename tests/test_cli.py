@@ -1,0 +1,54 @@
+"""The command line: check/plan/solve output, --json, -o result.json keys, overrides, exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+from optlang.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_check_and_plan_json() -> None:
+    code, out, _ = _run("check", str(ROOT / "models" / "smooth_box.opt"), "--json")
+    assert code == 0 and json.loads(out)["kind"] == "smooth"
+    code, out, _ = _run("plan", str(ROOT / "models" / "smooth_box.opt"), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["chosen"] == "gd" and any(c["name"] == "gd" and c["accepted"] for c in d["candidates"])
+
+
+def test_solve_writes_result_json(tmp_path) -> None:
+    out_file = tmp_path / "r.json"
+    code, out, _ = _run("solve", str(ROOT / "models" / "smooth_box.opt"), "-o", str(out_file), "--seed", "3")
+    assert code == 0 and "objective" in out
+    d = json.loads(out_file.read_text())
+    for key in ("status", "objective", "bound", "gap", "values", "backend", "plan", "timing", "history", "checks"):
+        assert key in d
+    assert d["values"]["x"] == [0.5, d["values"]["x"][1]] and d["seed"] == 3
+
+
+def test_param_override_and_forced_backend_refusal() -> None:
+    code, out, _ = _run("solve", str(ROOT / "models" / "portfolio.opt"), "-p", "n=5", "--json")
+    assert code == 0 and len(json.loads(out)["values"]["w"]) == 5
+    code, _, err = _run("solve", str(ROOT / "models" / "smooth_box.opt"), "-b", "tcdro")
+    assert code == 4 and "cannot solve this model" in err
+
+
+def test_unknown_backend_option_is_a_usage_error() -> None:
+    code, _, err = _run("solve", str(ROOT / "models" / "smooth_box.opt"), "-O", "lrr=1")
+    assert code == 2 and "did you mean 'lr'" in err
+
+
+def test_version_and_help() -> None:
+    assert _run("--version")[0] == 0
+    assert _run()[0] == 2
