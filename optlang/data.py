@@ -228,8 +228,8 @@ def _load_graph(p: Path, path: str, span: Span | None) -> Graph:
         W = sp.csr_matrix(scipy.io.mmread(str(p)), dtype=np.float64)
         if W.shape[0] != W.shape[1]:
             raise DataError(f"'{path}' is not a square matrix, so not a graph", span, code="E605")
-        if (abs(W - W.T) > 1e-12).nnz:
-            W = sp.triu(W, k=1) + sp.triu(W, k=1).T
+        if (abs(W - W.T) > 1e-12).nnz:  # each edge given once, in either triangle
+            return Graph(_symmetrize(W), str(p))
         W = W - sp.diags(W.diagonal())
         W.eliminate_zeros()
         return Graph(W.tocsr(), str(p))

@@ -100,3 +100,14 @@ def test_overrides_from_the_api(tmp_path) -> None:
     assert m.ir.graphs["G"].n == 4
     with pytest.raises(optlang.OptlangError, match="no param 'm'"):
         optlang.parse("param n = 3\nvar x[n]\nminimize sumsq(x)\n", params={"m": 1})
+
+
+def test_matrix_market_graph_with_edges_in_both_triangles(tmp_path) -> None:
+    A = sp.coo_matrix((np.ones(3), ([0, 2, 1], [1, 1, 3])), shape=(4, 4))
+    scipy.io.mmwrite(str(tmp_path / "g.mtx"), A)
+    g = optlang.parse('graph G = load("g.mtx")\nmaxcut G\n', base_dir=tmp_path).ir.graphs["G"]
+    assert g.m == 3 and abs(g.W - g.W.T).max() == 0
+    S = sp.coo_matrix((np.ones(6), ([0, 1, 1, 2, 1, 3], [1, 0, 2, 1, 3, 1])), shape=(4, 4))
+    scipy.io.mmwrite(str(tmp_path / "s.mtx"), S)
+    g = optlang.parse('graph G = load("s.mtx")\nmaxcut G\n', base_dir=tmp_path).ir.graphs["G"]
+    assert g.m == 3 and g.W.max() == 1.0

@@ -8,9 +8,19 @@ from functools import cache
 from optlang.backends.base import Backend
 
 BACKENDS: dict[str, str] = {
+    "specann": "optlang.backends.specann.backend:SpecAnn",
+    "gnnsdp": "optlang.backends.maxcut_sdp.gnnsdp:GNNSDP",
+    "bnb": "optlang.backends.maxcut_sdp.bnb:BranchAndBound",
+    "bruteforce": "optlang.backends.bruteforce:BruteForce",
+    "localsearch": "optlang.backends.localsearch:LocalSearch",
+    "neal": "optlang.backends.neal:Neal",
+    "sdp-cvxpy": "optlang.backends.maxcut_sdp.sdp_cvxpy:SDPCvxpy",
+    "sdp-bm": "optlang.backends.maxcut_sdp.sdp_bm:SDPBM",
     "sdbpg": "optlang.backends.sdbpg:SDBPG",
+    "penalty": "optlang.backends.penalty:Penalty",
     "adasgda": "optlang.backends.adasgda:AdaSGDA",
     "gda": "optlang.backends.gda:GDA",
+    "paretom3": "optlang.backends.paretom3:ParetoM3",
     "tcdro": "optlang.backends.tcdro:TCDRO",
     "dro-cvxpy": "optlang.backends.dro_cvxpy:DROCvxpy",
     "erm": "optlang.backends.erm:ERM",
