@@ -67,7 +67,7 @@ class BackendSummary:
 
     backend: str
     runs: int
-    solved: int
+    solved: int  # runs with a solution (a front counts, even without a scalar objective)
     statuses: dict[str, int]
     best: float | None
     median: float | None
@@ -117,7 +117,7 @@ def summarize(results: Sequence[Result], backend: str, sense: str, flagged: bool
     return BackendSummary(
         backend=backend,
         runs=len(runs),
-        solved=len(objs),
+        solved=sum(r.status.has_solution for r in runs),
         statuses=statuses,
         best=best,
         median=statistics.median(objs) if objs else None,
@@ -151,11 +151,16 @@ class Contradiction:
     excess: float  # how far the witness beats the claim, in objective units
 
     def sentence(self, sense: str = "minimize") -> str:
-        what = "claimed optimum" if self.claim == "optimal" else (
-            "claimed upper bound" if sense == "maximize" else "claimed lower bound")
-        return (f"{self.claimant} (seed {self.claimant_seed}) {what} {self.claimed:.10g} is contradicted by "
-                f"{self.witness} (seed {self.witness_seed}), whose recomputed objective {self.witness_objective:.10g} "
-                f"is better by {self.excess:.3g}")
+        what = (
+            "claimed optimum"
+            if self.claim == "optimal"
+            else ("claimed upper bound" if sense == "maximize" else "claimed lower bound")
+        )
+        return (
+            f"{self.claimant} (seed {self.claimant_seed}) {what} {self.claimed:.10g} is contradicted by "
+            f"{self.witness} (seed {self.witness_seed}), whose recomputed objective {self.witness_objective:.10g} "
+            f"is better by {self.excess:.3g}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -166,8 +171,9 @@ def _witness_ok(r: Result) -> bool:
     return has_value(r) and not any((not c.passed) and "feas" in c.name.lower() for c in r.checks)
 
 
-def find_contradictions(results: Sequence[Result], sense: str, atol: float = ATOL,
-                        rtol: float = RTOL) -> list[Contradiction]:
+def find_contradictions(
+    results: Sequence[Result], sense: str, atol: float = ATOL, rtol: float = RTOL
+) -> list[Contradiction]:
     """Every (claim, witness) pair where a proven optimum or bound is beaten beyond tolerance.
 
     Claims: status OPTIMAL with an objective (nothing may be better), or a bound (no feasible
@@ -189,8 +195,18 @@ def find_contradictions(results: Sequence[Result], sense: str, atol: float = ATO
         for claim, value in claims:
             excess = sign * (champion.objective - value)
             if excess > atol + rtol * max(1.0, abs(value)):
-                out.append(Contradiction(r.backend, r.seed, claim, value, champion.backend, champion.seed,
-                                         float(champion.objective), float(excess)))
+                out.append(
+                    Contradiction(
+                        r.backend,
+                        r.seed,
+                        claim,
+                        value,
+                        champion.backend,
+                        champion.seed,
+                        float(champion.objective),
+                        float(excess),
+                    )
+                )
     return out
 
 
@@ -241,14 +257,27 @@ class Comparison:
         """The full JSON form: configuration, summaries, flags and every Result."""
         return {
             "format": "optlang-compare/1",
-            "model": self.model, "path": self.path, "kind": self.kind, "sense": self.sense,
-            "backends": list(self.backends), "refused": dict(self.refused), "repeats": self.repeats,
-            "time_limit": self.time_limit, "seeds": list(self.seeds), "device": self.device,
-            "params": _jsonable(self.params), "created": self.created, "atol": self.atol, "rtol": self.rtol,
-            "best_objective": self.best_objective, "best_bound": self.best_bound,
+            "model": self.model,
+            "path": self.path,
+            "kind": self.kind,
+            "sense": self.sense,
+            "backends": list(self.backends),
+            "refused": dict(self.refused),
+            "repeats": self.repeats,
+            "time_limit": self.time_limit,
+            "seeds": list(self.seeds),
+            "device": self.device,
+            "params": _jsonable(self.params),
+            "created": self.created,
+            "atol": self.atol,
+            "rtol": self.rtol,
+            "best_objective": self.best_objective,
+            "best_bound": self.best_bound,
             "summaries": [s.to_dict() for s in self.summaries()],
             "contradictions": [c.to_dict() for c in self.contradictions()],
-            "source": self.source, "latex": self.latex, "plan": self.plan,
+            "source": self.source,
+            "latex": self.latex,
+            "plan": self.plan,
             "environment": self.environment,
             "results": [r.to_dict() for r in self.results],
         }
@@ -257,13 +286,25 @@ class Comparison:
     def from_dict(d: dict[str, Any]) -> Comparison:
         """Rebuild from to_dict() output (summaries and flags are recomputed, not trusted)."""
         return Comparison(
-            model=d["model"], path=d.get("path", ""), kind=d.get("kind", ""), sense=d.get("sense", "minimize"),
-            backends=list(d.get("backends", [])), results=[Result.from_dict(r) for r in d.get("results", [])],
-            source=d.get("source", ""), latex=d.get("latex"), plan=d.get("plan", ""),
-            refused=dict(d.get("refused", {})), repeats=int(d.get("repeats", 1)), time_limit=d.get("time_limit"),
-            seeds=list(d.get("seeds", [])), device=d.get("device", "auto"), params=dict(d.get("params", {})),
-            environment=dict(d.get("environment", {})), created=d.get("created", ""),
-            atol=float(d.get("atol", ATOL)), rtol=float(d.get("rtol", RTOL)),
+            model=d["model"],
+            path=d.get("path", ""),
+            kind=d.get("kind", ""),
+            sense=d.get("sense", "minimize"),
+            backends=list(d.get("backends", [])),
+            results=[Result.from_dict(r) for r in d.get("results", [])],
+            source=d.get("source", ""),
+            latex=d.get("latex"),
+            plan=d.get("plan", ""),
+            refused=dict(d.get("refused", {})),
+            repeats=int(d.get("repeats", 1)),
+            time_limit=d.get("time_limit"),
+            seeds=list(d.get("seeds", [])),
+            device=d.get("device", "auto"),
+            params=dict(d.get("params", {})),
+            environment=dict(d.get("environment", {})),
+            created=d.get("created", ""),
+            atol=float(d.get("atol", ATOL)),
+            rtol=float(d.get("rtol", RTOL)),
         )
 
 
@@ -297,8 +338,11 @@ def candidate_backends(model: Any, requested: Sequence[str] | None) -> tuple[lis
     for name in requested:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
-            raise OptionError("backend", f"unknown backend '{name}'",
-                              hint=f"did you mean '{close[0]}'?" if close else "backends: " + ", ".join(known))
+            raise OptionError(
+                "backend",
+                f"unknown backend '{name}'",
+                hint=f"did you mean '{close[0]}'?" if close else "backends: " + ", ".join(known),
+            )
         backend = registry.get(name)
         reason = backend.available() or backend.refuse(model.form)
         if reason:
@@ -308,11 +352,22 @@ def candidate_backends(model: Any, requested: Sequence[str] | None) -> tuple[lis
     return chosen, refused
 
 
-def compare(model_path: str | Path, backends: Sequence[str] | None = None, repeats: int = 1,
-            time_limit: float | None = 10.0, seed: int = 0, device: str = "auto",
-            params: dict[str, Any] | None = None, data: dict[str, str] | None = None,
-            options: dict[str, Any] | None = None, executor: str = "local", scheduler: Any = None,
-            workers: int = 1, progress: bool = False, fn: JobFn = execute) -> Comparison:
+def compare(
+    model_path: str | Path,
+    backends: Sequence[str] | None = None,
+    repeats: int = 1,
+    time_limit: float | None = 10.0,
+    seed: int = 0,
+    device: str = "auto",
+    params: dict[str, Any] | None = None,
+    data: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
+    executor: str = "local",
+    scheduler: Any = None,
+    workers: int = 1,
+    progress: bool = False,
+    fn: JobFn = execute,
+) -> Comparison:
     """Run every applicable (or named) backend `repeats` times with seeds seed, seed+1, ... on one model."""
     import optlang
     from optlang.report.environment import environment
@@ -323,8 +378,12 @@ def compare(model_path: str | Path, backends: Sequence[str] | None = None, repea
     names, refused = candidate_backends(model, backends)
     seeds = [seed + r for r in range(max(1, repeats))]
     # Interleave backends within each repeat so a cut-short comparison still covers every backend.
-    jobs = [Job(path, b, s, time_limit, device, params, data, dict(options or {}), r)
-            for r, s in enumerate(seeds) for b in names]
+    job_path = str(Path(model_path).resolve())  # workers may run elsewhere (Dask): an absolute path
+    jobs = [
+        Job(job_path, b, s, time_limit, device, params, data, dict(options or {}), r)
+        for r, s in enumerate(seeds)
+        for b in names
+    ]
     ex = make_executor(executor, scheduler, workers)
     try:
         pairs = stream(ex, jobs, fn, progress=progress, description=f"compare {Path(path).name}")
@@ -343,10 +402,22 @@ def compare(model_path: str | Path, backends: Sequence[str] | None = None, repea
     except Exception as e:
         plan_text = f"(no automatic plan: {getattr(e, 'message', e)})"
     return Comparison(
-        model=getattr(model, "name", Path(path).stem), path=path, kind=getattr(model, "kind", ""),
-        sense=_sense(model, results), backends=names, results=results, source=getattr(model, "source_text", ""),
-        latex=latex, plan=plan_text, refused=refused, repeats=len(seeds), time_limit=time_limit, seeds=seeds,
-        device=device, params=params, environment=environment(device),
+        model=getattr(model, "name", Path(path).stem),
+        path=path,
+        kind=getattr(model, "kind", ""),
+        sense=_sense(model, results),
+        backends=names,
+        results=results,
+        source=getattr(model, "source_text", ""),
+        latex=latex,
+        plan=plan_text,
+        refused=refused,
+        repeats=len(seeds),
+        time_limit=time_limit,
+        seeds=seeds,
+        device=device,
+        params=params,
+        environment={**environment(device), "devices_used": sorted({r.device for r in results if r.device})},
         created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     )
 
@@ -385,30 +456,52 @@ def split_backends(text: str | None) -> list[str] | None:
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """Flags shared by compare and bench."""
-    p.add_argument("-b", "--backends", action="append", metavar="A,B,C",
-                   help="backends to run (comma-separated, repeatable); default: every one that accepts the model")
+    p.add_argument(
+        "-b",
+        "--backends",
+        action="append",
+        metavar="A,B,C",
+        help="backends to run (comma-separated, repeatable); default: every one that accepts the model",
+    )
     p.add_argument("--repeats", type=int, default=1, help="runs per backend, seeds SEED, SEED+1, ... (default 1)")
     p.add_argument("--time-limit", type=float, default=10.0, help="seconds per run (default 10)")
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    p.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto)")
+    p.add_argument("--device", default="auto", choices=("cpu", "cuda", "auto"), help="where torch runs (default auto)")
     p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="override a param")
     p.add_argument("-d", "--data", action="append", metavar="NAME=PATH", help="override a data/graph source")
-    p.add_argument("-O", "--option", action="append", metavar="KEY=VALUE",
-                   help="an option for every run (common ones such as max_iter, or one all named backends know)")
+    p.add_argument(
+        "-O",
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an option for every run (common ones such as max_iter, or one all named backends know)",
+    )
     p.add_argument("--format", choices=("html", "md", "json"), help="report format (default: from --report suffix)")
-    p.add_argument("--executor", choices=("local", "dask", "inline"), default="local",
-                   help="local worker processes (default), a Dask cluster, or inline in this process")
+    p.add_argument(
+        "--executor",
+        choices=("local", "dask", "inline"),
+        default="local",
+        help="local worker processes (default), a Dask cluster, or inline in this process",
+    )
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (implies --executor dask)")
-    p.add_argument("-j", "--workers", type=int, default=1,
-                   help="parallel local workers (default 1: runs do not compete for the CPU, times stay fair)")
+    p.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        default=1,
+        help="parallel local workers (default 1: runs do not compete for the CPU, times stay fair)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def add_parser(subparsers: Any) -> None:
     """Register `optlang compare` on the CLI's subparsers."""
-    p = subparsers.add_parser("compare", help="run several backends on one model and report",
-                              description="Run every applicable backend (or the named ones) with the same "
-                                          "budget and seeds; print a table and write a report.")
+    p = subparsers.add_parser(
+        "compare",
+        help="run several backends on one model and report",
+        description="Run every applicable backend (or the named ones) with the same "
+        "budget and seeds; print a table and write a report.",
+    )
     p.add_argument("model", help="the .opt model file")
     add_common_arguments(p)
     p.add_argument("--report", metavar="FILE", help="write the report here (.html, .md or .json)")
@@ -429,11 +522,21 @@ def run(args: argparse.Namespace) -> int:
     from optlang import report
 
     console = Console(stderr=False)
-    c = compare(args.model, backends=split_backends(args.backends), repeats=args.repeats,
-                time_limit=args.time_limit, seed=args.seed, device=args.device,
-                params=parse_assignments(args.param, "-p"), data=parse_assignments(args.data, "-d"),
-                options=parse_assignments(args.option, "-O"), executor=args.executor, scheduler=args.scheduler,
-                workers=args.workers, progress=not args.no_progress)
+    c = compare(
+        args.model,
+        backends=split_backends(args.backends),
+        repeats=args.repeats,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        device=args.device,
+        params=parse_assignments(args.param, "-p"),
+        data=parse_assignments(args.data, "-d"),
+        options=parse_assignments(args.option, "-O"),
+        executor=args.executor,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        progress=not args.no_progress,
+    )
     console.print(report.rich_table(c))
     for name, reason in c.refused.items():
         console.print(f"[dim]not run: {name} — {reason}[/dim]")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -59,9 +61,24 @@ def error_result(job: Job, message: str, kind: str = "", detail: str = "") -> di
     if detail:
         info["traceback"] = detail
     return {
-        "status": "error", "objective": None, "bound": None, "gap": None, "values": {}, "backend": job.backend,
-        "plan": "", "timing": {}, "history": [], "checks": [], "kind": kind, "sense": "minimize", "iterations": 0,
-        "device": job.device, "seed": job.seed, "model": job.model, "backend_objective": None, "info": info,
+        "status": "error",
+        "objective": None,
+        "bound": None,
+        "gap": None,
+        "values": {},
+        "backend": job.backend,
+        "plan": "",
+        "timing": {},
+        "history": [],
+        "checks": [],
+        "kind": kind,
+        "sense": "minimize",
+        "iterations": 0,
+        "device": job.device,
+        "seed": job.seed,
+        "model": job.model,
+        "backend_objective": None,
+        "info": info,
     }
 
 
@@ -75,12 +92,14 @@ def execute(job: Job) -> dict[str, Any]:
     except Exception as e:  # a model that does not load is an error row, not a crash of the comparison
         return error_result(job, f"loading the model failed: {_one_line(e)}", detail=traceback.format_exc())
     try:
-        result = model.solve(backend=job.backend, time_limit=job.time_limit, seed=job.seed, device=job.device,
-                             options=dict(job.options))
+        result = model.solve(
+            backend=job.backend, time_limit=job.time_limit, seed=job.seed, device=job.device, options=dict(job.options)
+        )
         d = result.to_dict()
     except Exception as e:
-        return error_result(job, f"{type(e).__name__}: {_one_line(e)}", kind=getattr(model, "kind", ""),
-                            detail=traceback.format_exc())
+        return error_result(
+            job, f"{type(e).__name__}: {_one_line(e)}", kind=getattr(model, "kind", ""), detail=traceback.format_exc()
+        )
     d["model"] = d.get("model") or job.model
     d.setdefault("timing", {}).setdefault("total", time.perf_counter() - t0)
     d.setdefault("info", {})["repeat"] = job.repeat
@@ -128,12 +147,20 @@ def _init_worker(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def _run_marked(fn: JobFn, job: Job, marker: str) -> dict[str, Any]:
+    """Run fn(job) in a worker after leaving a marker file: the parent then knows the job had started."""
+    with open(marker, "w"):
+        pass
+    return fn(job)
+
+
 class LocalExecutor(Executor):
     """A pool of spawned worker processes on this machine (spawn: safe with torch and CUDA).
 
-    A worker that dies (segfault, out-of-memory kill) breaks a ProcessPoolExecutor for every
-    queued job; those jobs are rerun, each alone in a fresh single-worker pool, so that only
-    the job that kills its worker again becomes an error row.
+    A worker that dies (segfault, out-of-memory kill) breaks a ProcessPoolExecutor for every job
+    still in it. Jobs that had not started are rerun in a fresh pool; jobs that had started (the
+    culprit and at most `workers - 1` bystanders, known by a marker file) are rerun each alone in a
+    single-worker pool, so that only a job that kills its worker again becomes an error row.
     """
 
     name = "local"
@@ -146,40 +173,58 @@ class LocalExecutor(Executor):
     def _pool(self, n: int) -> ProcessPoolExecutor:
         import multiprocessing
 
-        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(self.threads,))
+        return ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(self.threads,),
+        )
 
     def run(self, jobs: Iterable[Job], fn: JobFn = execute) -> Iterator[tuple[Job, dict[str, Any]]]:
         pending = list(jobs)
-        if not pending:
-            return
-        lost: list[Job] = []
-        yield from self._round(pending, fn, lost, isolated=False)
-        for job in lost:  # isolate: one job per fresh worker, so a crash names its own job
-            yield from self._round([job], fn, [], isolated=True)
+        while pending:  # each broken round loses at least its culprit to `started`, so this ends
+            started: list[Job] = []
+            queued: list[Job] = []
+            yield from self._round(pending, fn, started, queued, isolated=False)
+            for job in started:
+                yield from self._round([job], fn, [], [], isolated=True)
+            pending = queued
 
-    def _round(self, jobs: list[Job], fn: JobFn, lost: list[Job],
-               isolated: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+    def _round(
+        self, jobs: list[Job], fn: JobFn, started: list[Job], queued: list[Job], isolated: bool
+    ) -> Iterator[tuple[Job, dict[str, Any]]]:
         pool = self._pool(min(self.workers, len(jobs)))
+        markers = tempfile.mkdtemp(prefix="optlang-jobs-")
         try:
-            futures = {pool.submit(fn, job): job for job in jobs}
+            futures = {
+                pool.submit(_run_marked, fn, job, os.path.join(markers, str(i))): i for i, job in enumerate(jobs)
+            }
             remaining = set(futures)
             while remaining:
                 done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for fut in sorted(done, key=lambda f: jobs.index(futures[f])):
-                    job = futures[fut]
+                for fut in sorted(done, key=futures.__getitem__):
+                    i = futures[fut]
+                    job = jobs[i]
                     try:
                         yield job, fut.result()
                     except BrokenProcessPool:
                         if isolated:
-                            yield job, error_result(job, "the worker process died while running this job "
-                                                         "(crash, out of memory or killed)")
+                            yield (
+                                job,
+                                error_result(
+                                    job,
+                                    "the worker process died while running this job (crash, out of memory or killed)",
+                                ),
+                            )
+                        elif os.path.exists(os.path.join(markers, str(i))):
+                            started.append(job)
                         else:
-                            lost.append(job)
+                            queued.append(job)
                     except Exception as e:  # e.g. the result could not be pickled back
                         yield job, error_result(job, f"{type(e).__name__}: {_one_line(e)}")
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            shutil.rmtree(markers, ignore_errors=True)
 
 
 class DaskExecutor(Executor):
@@ -192,10 +237,11 @@ class DaskExecutor(Executor):
 
     name = "dask"
 
-    def __init__(self, scheduler: Any) -> None:
+    def __init__(self, scheduler: Any, own_cluster: bool = False) -> None:
         self.scheduler = scheduler
         self._client: Any = None
         self._own = False
+        self._own_cluster = own_cluster  # a cluster make_executor started: close() shuts it down
 
     def client(self) -> Any:
         if self._client is None:
@@ -204,8 +250,11 @@ class DaskExecutor(Executor):
             except ImportError as e:  # dask is an optional extra
                 from optlang.errors import OptionError
 
-                raise OptionError("executor", "the dask executor needs the 'distributed' package",
-                                  hint="pip install 'optlang-dsl[dask]'") from e
+                raise OptionError(
+                    "executor",
+                    "the dask executor needs the 'distributed' package",
+                    hint="pip install 'optlang-dsl[dask]'",
+                ) from e
             if isinstance(self.scheduler, Client):
                 self._client = self.scheduler
             elif hasattr(self.scheduler, "scheduler_address"):  # a LocalCluster / SpecCluster
@@ -236,6 +285,9 @@ class DaskExecutor(Executor):
         if self._client is not None and self._own:
             self._client.close()
         self._client = None
+        if self._own_cluster:
+            self.scheduler.close()
+            self._own_cluster = False
 
 
 def make_executor(name: str = "local", scheduler: Any = None, workers: int = 1) -> Executor:
@@ -243,11 +295,18 @@ def make_executor(name: str = "local", scheduler: Any = None, workers: int = 1) 
     if scheduler is not None and name in ("local", "dask"):
         return DaskExecutor(scheduler)
     if name == "dask":
-        from distributed import LocalCluster
+        try:
+            from distributed import LocalCluster
+        except ImportError as e:  # dask is an optional extra
+            from optlang.errors import OptionError
+
+            raise OptionError(
+                "executor", "the dask executor needs the 'distributed' package", hint="pip install 'optlang-dsl[dask]'"
+            ) from e
 
         # No address given: a throwaway cluster on this machine (one thread per worker process).
-        return DaskExecutor(LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                         dashboard_address=None))
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None)
+        return DaskExecutor(cluster, own_cluster=True)
     if name == "inline":
         return InlineExecutor()
     if name == "local":
@@ -257,9 +316,14 @@ def make_executor(name: str = "local", scheduler: Any = None, workers: int = 1) 
     raise OptionError("executor", f"unknown executor '{name}'", hint="use local, dask or inline")
 
 
-def stream(executor: Executor, jobs: list[Job], fn: JobFn = execute, progress: bool = False,
-           description: str = "solving", on_result: Callable[[Job, dict[str, Any]], None] | None = None,
-           ) -> list[tuple[Job, dict[str, Any]]]:
+def stream(
+    executor: Executor,
+    jobs: list[Job],
+    fn: JobFn = execute,
+    progress: bool = False,
+    description: str = "solving",
+    on_result: Callable[[Job, dict[str, Any]], None] | None = None,
+) -> list[tuple[Job, dict[str, Any]]]:
     """Run jobs on `executor`, calling `on_result` as each finishes, with an optional rich progress bar."""
     out: list[tuple[Job, dict[str, Any]]] = []
 
@@ -275,14 +339,21 @@ def stream(executor: Executor, jobs: list[Job], fn: JobFn = execute, progress: b
         return out
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[last]}"), transient=False) as bar:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        transient=False,
+    ) as bar:
         task = bar.add_task(description, total=len(jobs), last="")
 
         def tick(job: Job, res: dict[str, Any]) -> None:
             obj = res.get("objective")
             last = f"{job.backend} seed {job.seed}: {res.get('status')}" + (
-                f" {obj:.6g}" if isinstance(obj, (int, float)) else "")
+                f" {obj:.6g}" if isinstance(obj, (int, float)) else ""
+            )
             bar.update(task, advance=1, last=last)
 
         consume(tick)

@@ -137,17 +137,22 @@ def region_breakdown(y_true: Any, y_pred: Any, edges: Any, phi: Relevance | None
     rows = []
     for k in range(e.size - 1):
         m = which == k
-        row = {"lo": float(e[k]), "hi": float(e[k + 1]), "n": int(m.sum()),
-               "mse": mse(y[m], p[m]) if m.any() else float("nan"),
-               "bias": float(np.mean(p[m] - y[m])) if m.any() else float("nan")}
+        row = {
+            "lo": float(e[k]),
+            "hi": float(e[k + 1]),
+            "n": int(m.sum()),
+            "mse": mse(y[m], p[m]) if m.any() else float("nan"),
+            "bias": float(np.mean(p[m] - y[m])) if m.any() else float("nan"),
+        }
         if phi is not None:
             row["sera"] = float(np.sum(phi(y[m]) * (p[m] - y[m]) ** 2))
         rows.append(row)
     return rows
 
 
-def shot_breakdown(y_true: Any, y_pred: Any, y_train: Any, bins: int = 20, many: int = 100, few: int = 20
-                   ) -> dict[str, float]:
+def shot_breakdown(
+    y_true: Any, y_pred: Any, y_train: Any, bins: int = 20, many: int = 100, few: int = 20
+) -> dict[str, float]:
     """MSE by training frequency of the target bin (LDS 'shot' groups: > many, < few, between)."""
     y, p, t = _arr(y_true), _arr(y_pred), _arr(y_train)
     edges = np.linspace(t.min(), t.max(), bins + 1)

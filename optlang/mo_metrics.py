@@ -27,25 +27,27 @@ def dominates(a: np.ndarray, b: np.ndarray, tol: float = 0.0) -> bool:
 
 
 def nondominated_mask(F: np.ndarray) -> np.ndarray:
-    """Boolean mask of the rows of F (n, m) that no other row dominates (duplicates: first kept)."""
+    """Boolean mask of the rows of F (n, m) that no other row dominates (of equal rows, the first kept)."""
     F = np.asarray(F, dtype=np.float64)
     n = F.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=bool)
-    order = np.lexsort(F.T[::-1])  # sort by first objective, ties by the next ones
     keep = np.zeros(n, dtype=bool)
-    kept: list[int] = []
-    for i in order:
+    if n == 0:
+        return keep
+    order = np.lexsort(F.T[::-1])  # by the first objective, ties by the next ones
+    if F.shape[1] == 2:  # a sweep: keep a row when its f2 is below every f2 kept so far
+        f2 = F[order, 1]
+        prev = np.concatenate([[np.inf], np.minimum.accumulate(f2)[:-1]])
+        keep[order[f2 < prev]] = True
+        return keep
+    kept = np.empty((n, F.shape[1]))
+    nk = 0
+    for i in order:  # a kept row sorts before f, so only kept rows can dominate (or equal) f
         f = F[i]
-        dominated = False
-        for j in kept:  # a kept row sorts before f, so only it can dominate f (or equal it)
-            g = F[j]
-            if np.all(g <= f):
-                dominated = True
-                break
-        if not dominated:
-            keep[i] = True
-            kept.append(int(i))
+        if nk and np.any(np.all(kept[:nk] <= f, axis=1)):
+            continue
+        keep[i] = True
+        kept[nk] = f
+        nk += 1
     return keep
 
 

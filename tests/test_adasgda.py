@@ -25,8 +25,9 @@ def spd(rng: np.random.Generator, k: int, lo: float, hi: float) -> np.ndarray:
     return q @ np.diag(np.linspace(lo, hi, k)) @ q.T
 
 
-def quadratic_game(seed: int = 0, n: int = 6, m: int = 5, scale: float = 1.0, x_dom: Domain | None = None,
-                   y_dom: Domain | None = None) -> tuple[MinimaxProblem, np.ndarray, np.ndarray]:
+def quadratic_game(
+    seed: int = 0, n: int = 6, m: int = 5, scale: float = 1.0, x_dom: Domain | None = None, y_dom: Domain | None = None
+) -> tuple[MinimaxProblem, np.ndarray, np.ndarray]:
     """f = ½xᵀAx + xᵀBy − ½yᵀCy − aᵀx − bᵀy with A, C ≻ 0: the saddle point in closed form."""
     rng = np.random.default_rng(seed)
     A, C = spd(rng, n, 0.2, 1.0), spd(rng, m, 0.2, 1.0)
@@ -46,8 +47,11 @@ def quadratic_game(seed: int = 0, n: int = 6, m: int = 5, scale: float = 1.0, x_
 
         return fn
 
-    p = MinimaxProblem((Variable("x", (n,), x_dom or Domain()),), (Variable("y", (m,), y_dom or Domain()),),
-                       TorchFunction(build, source="quadratic game"))
+    p = MinimaxProblem(
+        (Variable("x", (n,), x_dom or Domain()),),
+        (Variable("y", (m,), y_dom or Domain()),),
+        TorchFunction(build, source="quadratic game"),
+    )
     return p, xs, ys
 
 
@@ -154,20 +158,24 @@ def test_nonconvex_strongly_concave_toy_finds_stationary_point():
 
 
 def test_robust_game_reaches_global_minimizer_zero():
-    """LANGUAGE.md's robust_game: Φ(x) = ½‖tanh(Ax)‖² (or ‖·‖ − ½) + 0.01‖x‖² ≥ 0 = Φ(0), so x* = 0, y* = 0."""
-    A = torch.as_tensor(np.random.default_rng(3).standard_normal((50, 40)))
+    """LANGUAGE.md's robust_game (smaller): Φ(x) = ½‖tanh(Ax)‖² (or ‖·‖ − ½ outside the ball) + 0.01‖x‖² ≥ 0 = Φ(0).
+
+    So x* = 0, y* = 0 is the global minimizer, and the only stationary point; f is nonconvex in x.
+    """
+    A = torch.as_tensor(np.random.default_rng(3).standard_normal((30, 10)))
 
     def fn(v, batch=None):
         x, y = v["x"], v["y"]
         return y @ torch.tanh(A.to(x.dtype) @ x) - 0.5 * y @ y + 0.01 * x @ x
 
-    x0 = 0.3 * np.random.default_rng(4).standard_normal(40)
-    p = fn_problem(fn, [Variable("x", (40,), init=x0)], [Variable("y", (50,), Domain("ball", radius=1.0))])
-    sol = solve(AdaSGDA(), p, max_iter=3000)
-    assert np.linalg.norm(sol.values["x"]) < 1e-3 * np.linalg.norm(x0)
+    x0 = 0.5 * np.random.default_rng(4).standard_normal(10)
+    p = fn_problem(fn, [Variable("x", (10,), init=x0)], [Variable("y", (30,), Domain("ball", radius=1.0))])
+    sol = solve(AdaSGDA(), p, max_iter=3000, tol=1e-4)
+    assert sol.status == Status.CONVERGED
+    assert np.linalg.norm(sol.values["x"]) < 1e-2 * np.linalg.norm(x0)
     assert np.linalg.norm(sol.values["y"]) <= 1.0 + 1e-6
     st = sol.info["stationarity"]
-    assert st["grad_phi_norm"] < 1e-4 and st["phi"] < 1e-6
+    assert st["grad_phi_norm"] <= sol.info["tol_absolute"] and 0 <= st["phi"] < 1e-4
     assert st["convex_concave"] is False
 
 
@@ -184,10 +192,34 @@ def test_matrix_variable_game_closed_form():
         return 0.5 * ((W - Mt.to(W.dtype)) ** 2).sum() + y @ (W @ vt.to(W.dtype)) - 0.5 * mu * y @ y
 
     p = fn_problem(fn, [Variable("W", (4, 6))], [Variable("y", (4,))])
+    for opts in ({}, {"ortho_until": 0.0}, {"orthogonalize": False}):
+        sol = solve(AdaSGDA(), p, max_iter=4000, tol=1e-4 if opts.get("ortho_until") == 0.0 else None, **opts)
+        assert sol.status == Status.CONVERGED, (opts, sol.status)
+        tol = 1e-2 if opts.get("ortho_until") == 0.0 else 1e-3  # always-polar steps stall near the end
+        assert rel(sol.values["W"], Ws) < tol and rel(sol.values["y"], ys) < tol
+        assert (sol.info["orthogonalized_steps"] > 0) == opts.get("orthogonalize", True)
+
+
+def test_orthogonalized_directions_precondition_a_matrix_game():
+    """½‖P(W − M)‖² with ill-conditioned P and whitened M: polar directions need fewer iterations."""
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    P = torch.as_tensor(q @ np.diag(np.logspace(-1, 0, 8)) @ q.T)
+    M = torch.as_tensor(np.linalg.qr(rng.standard_normal((32, 8)))[0].T * np.sqrt(32))
+    c = torch.as_tensor(rng.standard_normal(32) / np.sqrt(32))
+
+    def fn(v, batch=None):
+        W, y = v["W"], v["y"]
+        Pt, Mt, ct = (t.to(W.dtype) for t in (P, M, c))
+        return 0.5 * ((Pt @ (W - Mt)) ** 2).sum() + y @ (W @ ct) - 0.5 * y @ y
+
+    p = fn_problem(fn, [Variable("W", (8, 32))], [Variable("y", (8,))])
+    its = {}
     for ortho in (True, False):
-        sol = solve(AdaSGDA(), p, orthogonalize=ortho, max_iter=4000)
-        assert sol.status == Status.CONVERGED, (ortho, sol.status)
-        assert rel(sol.values["W"], Ws) < 1e-3 and rel(sol.values["y"], ys) < 1e-3
+        sol = solve(AdaSGDA(), p, orthogonalize=ortho, max_iter=1000, tol=1e-2, final_report=False)
+        assert sol.status == Status.CONVERGED
+        its[ortho] = sol.iterations
+    assert its[True] < 0.7 * its[False], its
 
 
 def test_domains_respected_and_gap_certificate():
@@ -209,6 +241,24 @@ def test_domains_respected_and_gap_certificate():
     assert st["grad_phi_norm"] < 1e-4
 
 
+def chi2_robust_regression_cvxpy(X: np.ndarray, y: np.ndarray, kappa: float) -> tuple[np.ndarray, float]:
+    """min_w max_{p∈Δ} Σpᵢ½(xᵢᵀw − yᵢ)² − (κ/2)‖p − 1/N‖² as one convex program (an independent answer).
+
+    Dualizing the inner max (τ for Σp = 1, ν ≥ 0 for p ≥ 0, z = ℓ − τ + ν) gives
+    Φ(w) = min τ + mean(z) + ‖z‖²/(2κ) subject to ℓᵢ(w) ≤ zᵢ + τ.
+    """
+    import cvxpy as cp
+
+    N, d = X.shape
+    w, tau, z = cp.Variable(d), cp.Variable(), cp.Variable(N)
+    prob = cp.Problem(
+        cp.Minimize(tau + cp.sum(z) / N + cp.sum_squares(z) / (2 * kappa)), [0.5 * cp.square(X @ w - y) <= z + tau]
+    )
+    prob.solve()
+    assert prob.status == "optimal"
+    return np.asarray(w.value), float(prob.value)
+
+
 def test_simplex_adversary_stochastic_minibatches():
     """Robust regression: min_w max_{p ∈ Δ} Σ pᵢℓᵢ(w) − (μ/2)‖p − 1/N‖², minibatch estimates of the sum."""
     rng = np.random.default_rng(6)
@@ -225,16 +275,18 @@ def test_simplex_adversary_stochastic_minibatches():
         return scale * (pb * loss).sum() - 0.5 * mu * ((p - 1.0 / N) ** 2).sum()
 
     p = fn_problem(fn, [Variable("w", (d,))], [Variable("p", (N,), Domain("simplex"))], n_samples=N)
-    full = solve(AdaSGDA(), p, max_iter=3000, dtype="float64")
+    w_star, phi_star = chi2_robust_regression_cvxpy(X.numpy(), yv.numpy(), mu)
+    full = solve(AdaSGDA(), p, max_iter=3000, dtype="float64", tol=1e-6)
     st = full.info["stationarity"]
     assert full.status == Status.CONVERGED and st["duality_gap"] < 1e-8
-    w_star = full.values["w"]
-    for variant in ("base", "vr"):
-        sol = solve(AdaSGDA(), p, variant=variant, batch=16, max_iter=1500, dtype="float64")
+    assert rel(full.values["w"], w_star) < 1e-4 and abs(st["phi"] - phi_star) < 1e-6
+    for variant, iters in (("base", 500), ("vr", 300)):
+        sol = solve(AdaSGDA(), p, variant=variant, batch=16, max_iter=iters, dtype="float64", final_report=False)
         assert sol.info["batch"] == 16
         assert abs(sol.values["p"].sum() - 1.0) < 1e-6 and sol.values["p"].min() >= 0
         assert rel(sol.values["w"], w_star) < 0.05, (variant, rel(sol.values["w"], w_star))
-    assert solve(AdaSGDA(), p, variant="vr", batch=16, max_iter=20, final_report=False).info["extra_evaluations"] > 0
+        if variant == "vr":
+            assert sol.info["extra_evaluations"] > 0
 
 
 # ----------------------------------------------------------------------------- machinery
@@ -306,3 +358,26 @@ def test_options_and_refusals():
     assert "real" in b.refuse(Form(kind="minimax", variables=(VarInfo("s", "spin", (3,)),)))
     assert b.refuse(Form(kind="smooth")) is not None
     assert b.research and b.priority < GDA().priority
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_run_matches_cpu_answer():
+    p, xs, ys = quadratic_game()
+    be = AdaSGDA()
+    sol = be.solve(p, be.make_options({}), RunContext(device="cuda", max_iter=3000))
+    assert sol.status == Status.CONVERGED and rel(sol.values["x"], xs) < 1e-3
+
+
+def test_simplex_projection_of_large_float32_values():
+    """torch_vars' simplex projection fails on float32 entries ~1e7; ours shifts first (shift-invariant)."""
+    from optlang.backends.stationarity import project
+
+    v = torch.tensor([4.4e4, 4.0e4, 1.1e7, 1.75e7, 3.0], dtype=torch.float32)
+    out = project(Domain("simplex"), v)
+    assert torch.isclose(out.sum(), torch.tensor(1.0)) and out[3] == 1.0 and out.min() >= 0
+    np.testing.assert_allclose(
+        project(Domain("simplex"), torch.tensor([0.2, 0.5, -0.1])).numpy(),
+        Domain("simplex").project_np(np.array([0.2, 0.5, -0.1])),
+        atol=1e-6,
+    )

@@ -63,9 +63,15 @@ def _core_backends(kind_files: tuple[str, ...]) -> None:
 
 # ----------------------------------------------------------------------------- profiles
 def test_performance_profile_ratios_and_curves() -> None:
-    costs = {"m1": {"a": 1.0, "b": 2.0}, "m2": {"a": 4.0, "b": 2.0}, "m3": {"a": math.inf, "b": 3.0},
-             "m4": {"a": math.inf, "b": math.inf}}
+    costs = {
+        "m1": {"a": 1.0, "b": 2.0},
+        "m2": {"a": 4.0, "b": 2.0},
+        "m3": {"a": math.inf, "b": 3.0},
+        "m4": {"a": math.inf, "b": math.inf},
+        "m5": {"c": 5.0},  # a model of another kind: only c runs on it
+    }
     p = performance_profile(costs)
+    assert p.rho("c", 1.0) == 1.0 and p.curves["c"][0] == (1.0, 1.0)  # shares are over the models run
     assert p.ratios["m1"] == {"a": 1.0, "b": 2.0} and p.ratios["m2"] == {"a": 2.0, "b": 1.0}
     assert p.ratios["m3"] == {"a": math.inf, "b": 1.0} and all(math.isinf(v) for v in p.ratios["m4"].values())
     assert p.rho("a", 1.0) == 0.25 and p.rho("a", 2.0) == 0.5 and p.rho("a", 100.0) == 0.5
@@ -145,23 +151,42 @@ def test_killed_bench_resumes_without_rerunning_finished_runs(tmp_path: Path) ->
     _core_backends(("smooth_small", "minimax_small"))
     suite = _suite(tmp_path)
     results = tmp_path / "results.jsonl"
-    cmd = [sys.executable, "-m", "optlang.bench", "bench", str(suite), "--results", str(results), "--repeats", "3",
-           "--executor", "inline", "--time-limit", "30", "-O", "max_iter=60", "--device", "cpu", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "optlang.bench",
+        "bench",
+        str(suite),
+        "--results",
+        str(results),
+        "--repeats",
+        "2",
+        "--executor",
+        "inline",
+        "--time-limit",
+        "30",
+        "-O",
+        "max_iter=60",
+        "--device",
+        "cpu",
+        "--no-progress",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            if results.exists() and len(ResultsFile(results).load()) >= 3:
+            if results.exists() and len(ResultsFile(results).load()) >= 2:
                 break
             time.sleep(0.05)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # as a kill -9 or a lost machine would
         proc.wait()
     done = ResultsFile(results).load()
-    total = 3 * 3  # (smooth: gd; minimax: adasgda, gda) × 3 seeds
-    assert 3 <= len(done) < total, f"killed after {len(done)} rows (stderr: {proc.stderr.read()[-500:]!r})"
+    total = 3 * 2  # (smooth: gd; minimax: adasgda, gda) × 2 seeds
+    assert 2 <= len(done) < total, f"killed after {len(done)} rows (stderr: {proc.stderr.read()[-500:]!r})"
 
     calls: list[tuple] = []
 
@@ -169,8 +194,9 @@ def test_killed_bench_resumes_without_rerunning_finished_runs(tmp_path: Path) ->
         calls.append(job.key)
         return execute(job)
 
-    b = bench(suite, repeats=3, time_limit=30, device="cpu", results_path=results, executor="inline",
-              options=CAP, fn=counting)
+    b = bench(
+        suite, repeats=2, time_limit=30, device="cpu", results_path=results, executor="inline", options=CAP, fn=counting
+    )
     assert len(calls) == total - len(done) and not set(calls) & set(done)
     rows = ResultsFile(results).load()
     assert len(rows) == total and len(b.rows) == total
@@ -179,8 +205,9 @@ def test_killed_bench_resumes_without_rerunning_finished_runs(tmp_path: Path) ->
     assert all(r.status.has_solution for _, r in b.rows)
     # a third run finds everything done
     calls.clear()
-    again = bench(suite, repeats=3, time_limit=30, device="cpu", results_path=results, executor="inline",
-                  options=CAP, fn=counting)
+    again = bench(
+        suite, repeats=2, time_limit=30, device="cpu", results_path=results, executor="inline", options=CAP, fn=counting
+    )
     assert calls == [] and again.model_table(timing=False) == b.model_table(timing=False)
 
 
@@ -189,9 +216,11 @@ def test_same_table_on_local_processes_and_dask(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     suite = _suite(tmp_path)
     kw = dict(repeats=1, time_limit=30, device="cpu", options=CAP)
-    local = bench(suite, executor="local", workers=2, **kw)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+    local = bench(suite, executor="local", workers=1, **kw)  # one worker: each pays the backend imports
+    # One worker thread: backends seed torch's process-global RNG, so runs sharing a process must not overlap.
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
         dask = bench(suite, executor="dask", scheduler=cluster.scheduler_address, **kw)
     assert local.model_table(timing=False) == dask.model_table(timing=False)
     assert [r.objective for _, r in local.rows] == [r.objective for _, r in dask.rows]

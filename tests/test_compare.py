@@ -91,19 +91,42 @@ def random_sampling(w: np.ndarray, seed: int, k: int = 3) -> tuple[np.ndarray, l
     return best_s, hist, time.perf_counter() - t0
 
 
-def as_result(w: np.ndarray, backend: str, seed: int, s: np.ndarray, hist: list, secs: float,
-              status: Status = Status.FEASIBLE, bound: float | None = None, model: str = "toy") -> Result:
+def as_result(
+    w: np.ndarray,
+    backend: str,
+    seed: int,
+    s: np.ndarray,
+    hist: list,
+    secs: float,
+    status: Status = Status.FEASIBLE,
+    bound: float | None = None,
+    model: str = "toy",
+) -> Result:
     """A Result for a maxcut run, objective recomputed from the graph, with a recomputation check."""
     obj = cut_value(w, s)
     gap = None if bound is None else abs(bound - obj) / max(1.0, abs(obj))
-    return Result(status=status, objective=obj, values={"s": s}, backend=backend, kind="maxcut", sense="maximize",
-                  bound=bound, gap=gap, timing={"compile": 0.0, "solve": secs, "total": secs},
-                  iterations=len(hist), history=tuple(hist), seed=seed, model=model, backend_objective=obj,
-                  checks=(Check("cut recomputed", abs(obj - hist[-1][1]) < 1e-9 if hist else True, "float64"),))
+    return Result(
+        status=status,
+        objective=obj,
+        values={"s": s},
+        backend=backend,
+        kind="maxcut",
+        sense="maximize",
+        bound=bound,
+        gap=gap,
+        timing={"compile": 0.0, "solve": secs, "total": secs},
+        iterations=len(hist),
+        history=tuple(hist),
+        seed=seed,
+        model=model,
+        backend_objective=obj,
+        checks=(Check("cut recomputed", abs(obj - hist[-1][1]) < 1e-9 if hist else True, "float64"),),
+    )
 
 
-def maxcut_results(seeds: range = range(3), n: int = 12, graph_seed: int = 7,
-                   overclaim: bool = False) -> tuple[list[Result], float]:
+def maxcut_results(
+    seeds: range = range(3), n: int = 12, graph_seed: int = 7, overclaim: bool = False
+) -> tuple[list[Result], float]:
     """Results of brute force, local search and random sampling on one toy graph; the true optimum."""
     w = toy_graph(n, seed=graph_seed)
     results = []
@@ -122,10 +145,20 @@ def maxcut_results(seeds: range = range(3), n: int = 12, graph_seed: int = 7,
 
 def toy_comparison(**kw: object) -> Comparison:
     results, _ = maxcut_results(**kw)
-    return Comparison(model="toy", path="toy.opt", kind="maxcut", sense="maximize",
-                      backends=["brute", "local", "sampler"], results=results, repeats=3, seeds=[0, 1, 2],
-                      time_limit=5.0, source="graph G = load(\"toy.txt\")\nmaxcut G\n", device="cpu",
-                      environment=environment("cpu"))
+    return Comparison(
+        model="toy",
+        path="toy.opt",
+        kind="maxcut",
+        sense="maximize",
+        backends=["brute", "local", "sampler"],
+        results=results,
+        repeats=3,
+        seeds=[0, 1, 2],
+        time_limit=5.0,
+        source='graph G = load("toy.txt")\nmaxcut G\n',
+        device="cpu",
+        environment=environment("cpu"),
+    )
 
 
 # ----------------------------------------------------------------------------- summaries and flags
@@ -180,10 +213,17 @@ def test_a_lower_bound_above_a_found_minimum_is_flagged() -> None:
     xs_fine, xs_coarse = np.linspace(0, 2, 201), np.linspace(0, 2, 4)
     f = xs_fine**2 - 2 * xs_fine
     fc = xs_coarse**2 - 2 * xs_coarse
-    fine = Result(Status.OPTIMAL, float(f.min()), {"x": np.array([xs_fine[f.argmin()]])}, "fine", "smooth",
-                  bound=float(f.min()))
-    coarse = Result(Status.FEASIBLE, float(fc.min()), {"x": np.array([xs_coarse[fc.argmin()]])}, "coarse", "smooth",
-                    bound=float(fc.min()))  # wrongly claims its value is a lower bound
+    fine = Result(
+        Status.OPTIMAL, float(f.min()), {"x": np.array([xs_fine[f.argmin()]])}, "fine", "smooth", bound=float(f.min())
+    )
+    coarse = Result(
+        Status.FEASIBLE,
+        float(fc.min()),
+        {"x": np.array([xs_coarse[fc.argmin()]])},
+        "coarse",
+        "smooth",
+        bound=float(fc.min()),
+    )  # wrongly claims its value is a lower bound
     flags = find_contradictions([fine, coarse], "minimize")
     assert [(x.claimant, x.claim) for x in flags] == [("coarse", "bound")]
     # within tolerance: no flag
@@ -193,8 +233,15 @@ def test_a_lower_bound_above_a_found_minimum_is_flagged() -> None:
 
 def test_infeasible_witness_does_not_contradict() -> None:
     results, opt = maxcut_results(seeds=range(1))
-    cheat = Result(Status.FEASIBLE, opt + 10, {}, "cheat", "maxcut", "maximize",
-                   checks=(Check("feasible", False, "violates a constraint"),))
+    cheat = Result(
+        Status.FEASIBLE,
+        opt + 10,
+        {},
+        "cheat",
+        "maxcut",
+        "maximize",
+        checks=(Check("feasible", False, "violates a constraint"),),
+    )
     assert find_contradictions(results + [cheat], "maximize") == []
 
 
@@ -255,8 +302,9 @@ def test_local_processes_survive_a_crashing_worker_and_match_inline() -> None:
 def test_dask_local_cluster_matches_inline() -> None:
     distributed = pytest.importorskip("distributed")
     jobs = _jobs(["local", "brute", "raise"])
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
         ex = DaskExecutor(cluster.scheduler_address)
         try:
             pairs = stream(ex, jobs, toy_job)
@@ -264,6 +312,14 @@ def test_dask_local_cluster_matches_inline() -> None:
             ex.close()
     assert _table(pairs) == _table(stream(InlineExecutor(), jobs, toy_job))
     assert sum(r["status"] == "error" for _, r in pairs) == 2
+
+
+def test_progress_bar_streams_the_same_results(capsys: pytest.CaptureFixture[str]) -> None:
+    jobs = _jobs(["local", "brute"])
+    seen: list[str] = []
+    pairs = stream(InlineExecutor(), jobs, toy_job, progress=True, on_result=lambda j, r: seen.append(j.backend))
+    assert _table(pairs) == _table(stream(InlineExecutor(), jobs, toy_job)) and len(seen) == len(jobs)
+    assert "4/4" in capsys.readouterr().out
 
 
 def test_error_result_is_a_valid_result() -> None:
@@ -279,9 +335,36 @@ def test_cli_parsers_register_the_documented_flags() -> None:
     sub = parser.add_subparsers(dest="command")
     compare.add_parser(sub)
     bench.add_parser(sub)
-    a = parser.parse_args(["compare", "m.opt", "-b", "a,b", "-b", "c", "--repeats", "3", "--time-limit", "2",
-                           "--seed", "5", "--device", "cpu", "--report", "out.html", "--format", "md", "-p", "n=20",
-                           "-d", "G=g.txt", "--executor", "dask", "--scheduler", "tcp://h:8786"])
+    a = parser.parse_args(
+        [
+            "compare",
+            "m.opt",
+            "-b",
+            "a,b",
+            "-b",
+            "c",
+            "--repeats",
+            "3",
+            "--time-limit",
+            "2",
+            "--seed",
+            "5",
+            "--device",
+            "cpu",
+            "--report",
+            "out.html",
+            "--format",
+            "md",
+            "-p",
+            "n=20",
+            "-d",
+            "G=g.txt",
+            "--executor",
+            "dask",
+            "--scheduler",
+            "tcp://h:8786",
+        ]
+    )
     assert a.func is compare.run and split_backends(a.backends) == ["a", "b", "c"]
     assert (a.repeats, a.time_limit, a.seed, a.device, a.report, a.format) == (3, 2.0, 5, "cpu", "out.html", "md")
     assert parse_assignments(a.param, "-p") == {"n": 20} and parse_assignments(a.data, "-d") == {"G": "g.txt"}
@@ -292,3 +375,75 @@ def test_cli_parsers_register_the_documented_flags() -> None:
 
     with pytest.raises(OptionError):
         parse_assignments(["novalue"], "-p")
+
+
+# ----------------------------------------------------------------------------- end to end
+def _core() -> object:
+    return pytest.importorskip("optlang.api")
+
+
+def test_compare_runs_every_applicable_backend_with_the_same_seeds() -> None:
+    _core()
+    from optlang.compare import compare
+
+    c = compare(
+        FIXTURES / "minimax_small.opt",
+        repeats=2,
+        time_limit=30,
+        seed=4,
+        device="cpu",
+        options={"max_iter": 40},
+        executor="inline",
+    )
+    assert c.kind == "minimax" and c.sense == "minimize" and c.seeds == [4, 5]
+    assert len(c.backends) >= 2 and len(c.results) == 2 * len(c.backends)
+    for b in c.backends:
+        assert [r.seed for r in c.runs(b)] == [4, 5]
+    assert all(r.status.has_solution and r.iterations <= 40 for r in c.results)
+    assert "minimize max over y" in c.source and c.environment["python"]
+    named = compare(
+        FIXTURES / "minimax_small.opt",
+        backends=["gda"],
+        repeats=1,
+        time_limit=30,
+        seed=4,
+        device="cpu",
+        options={"max_iter": 40},
+        executor="inline",
+    )
+    assert named.backends == ["gda"] and named.seeds == [4]
+    # same seed, same iteration cap: the same run again
+    assert named.results[0].objective == next(r.objective for r in c.results if r.backend == "gda" and r.seed == 4)
+
+
+def test_compare_cli_writes_the_report_and_returns_the_exit_code(tmp_path: Path) -> None:
+    _core()
+    from optlang.bench import main
+
+    out = tmp_path / "cmp.json"
+    code = main(
+        [
+            "compare",
+            str(FIXTURES / "smooth_small.opt"),
+            "--repeats",
+            "2",
+            "--time-limit",
+            "30",
+            "-O",
+            "max_iter=50",
+            "--executor",
+            "inline",
+            "--device",
+            "cpu",
+            "--report",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    d = Comparison.from_dict(__import__("json").loads(out.read_text()))
+    assert d.kind == "smooth" and len(d.results) == 2 * len(d.backends) and d.best_objective is not None
+    from optlang.errors import OptionError
+
+    with pytest.raises(OptionError, match="unknown backend"):
+        main(["compare", str(FIXTURES / "smooth_small.opt"), "-b", "no-such-backend", "--executor", "inline"])

@@ -180,16 +180,36 @@ def test_multiobjective_report_has_a_pareto_scatter() -> None:
     results = []
     for seed in range(2):
         front, hist = weighted_sum_front(seed)
-        results.append(Result(Status.CONVERGED, None, {}, "wsum", "multiobjective", history=tuple(hist), seed=seed,
-                              info={"front": front}, timing={"total": hist[-1][0]}))
-        results.append(Result(Status.FEASIBLE, None, {}, "random", "multiobjective", seed=seed,
-                              info={"front": random_front(seed)}, timing={"total": 0.001}))
+        results.append(
+            Result(
+                Status.CONVERGED,
+                None,
+                {},
+                "wsum",
+                "multiobjective",
+                history=tuple(hist),
+                seed=seed,
+                info={"front": front},
+                timing={"total": hist[-1][0]},
+            )
+        )
+        results.append(
+            Result(
+                Status.FEASIBLE,
+                None,
+                {},
+                "random",
+                "multiobjective",
+                seed=seed,
+                info={"front": random_front(seed)},
+                timing={"total": 0.001},
+            )
+        )
     # the sweep is on the true front f2 = (sqrt(f1) - 2)^2 for x in [0, 2]
     for p in results[0].info["front"]:
         o = p["objectives"]
         assert o["f2"] == pytest.approx((np.sqrt(o["f1"]) - 2) ** 2, abs=1e-6)
-    c = Comparison("zdt", "zdt.opt", "multiobjective", "minimize", ["wsum", "random"], results, repeats=2,
-                   seeds=[0, 1])
+    c = Comparison("zdt", "zdt.opt", "multiobjective", "minimize", ["wsum", "random"], results, repeats=2, seeds=[0, 1])
     html = report.render(c, "html")
     p = parse(html)
     assert "Pareto front" in " ".join(p.text)
@@ -218,11 +238,28 @@ def region_fit(seed: int, robust: bool) -> Result:
         mse = np.array([np.mean((A[region == k] @ coef - y[region == k]) ** 2) for k in range(4)])
         hist.append((time.perf_counter() - t0, float(mse.max()), None))
         wts = wts * np.exp(0.5 * mse / mse.max())
-    rows = [{"region": k, "lo": float(edges[k]), "hi": float(edges[k + 1]), "n": int((region == k).sum()),
-             "mse": float(mse[k])} for k in range(4)]
-    return Result(Status.CONVERGED, float(mse.max()), {"w": coef}, "robust" if robust else "erm", "dro",
-                  history=tuple(hist), seed=seed, info={"regions": rows}, timing={"total": hist[-1][0]},
-                  checks=(Check("regions cover the data", sum(r["n"] for r in rows) == n, f"{n} samples"),))
+    rows = [
+        {
+            "region": k,
+            "lo": float(edges[k]),
+            "hi": float(edges[k + 1]),
+            "n": int((region == k).sum()),
+            "mse": float(mse[k]),
+        }
+        for k in range(4)
+    ]
+    return Result(
+        Status.CONVERGED,
+        float(mse.max()),
+        {"w": coef},
+        "robust" if robust else "erm",
+        "dro",
+        history=tuple(hist),
+        seed=seed,
+        info={"regions": rows},
+        timing={"total": hist[-1][0]},
+        checks=(Check("regions cover the data", sum(r["n"] for r in rows) == n, f"{n} samples"),),
+    )
 
 
 def test_dro_report_renders_region_tables_and_bars() -> None:
@@ -259,8 +296,52 @@ def test_ticks_are_round_and_cover_the_range() -> None:
 def test_empty_and_nonfinite_data_still_render_valid_svg() -> None:
     s = svg.line_chart([svg.Series("a", [1.0, 2.0], [float("nan"), float("inf")])], title="t")
     parse("<!DOCTYPE html><html><body>" + s + "</body></html>")
-    c = Comparison("m", "m.opt", "smooth", "minimize", ["x"], [
-        Result(Status.ERROR, None, {}, "x", "smooth", info={"error": "boom"})])
+    c = Comparison(
+        "m",
+        "m.opt",
+        "smooth",
+        "minimize",
+        ["x"],
+        [Result(Status.ERROR, None, {}, "x", "smooth", info={"error": "boom"})],
+    )
     html = report.render(c, "html")
     parse(html)
-    assert "boom" in html and "no data to plot" in html
+    assert "boom" in html and "no run reported a scalar objective" in html
+
+
+# ----------------------------------------------------------------------------- real models, one per kind
+KIND_MODELS = ("maxcut", "ising", "bilevel", "minimax", "dro", "multiobjective", "smooth")
+
+
+@pytest.mark.parametrize("kind", KIND_MODELS)
+def test_report_of_a_small_model_of_each_kind(kind: str, tmp_path) -> None:
+    optlang = pytest.importorskip("optlang.api")
+    from test_compare import FIXTURES
+
+    from optlang.compare import candidate_backends, compare
+
+    path = FIXTURES / f"{kind}_small.opt"
+    try:
+        names, _ = candidate_backends(optlang.load(path), None)
+    except Exception as e:  # no backend registered for this kind (yet)
+        pytest.skip(f"{kind}: {e}")
+    c = compare(
+        path, backends=names[:2], repeats=2, time_limit=0.5, device="cpu", options={"max_iter": 30}, executor="inline"
+    )  # at most 2 backends × 2 short runs: the report, not the solvers, is tested
+    assert c.kind == kind or (kind == "maxcut" and c.kind in ("maxcut", "ising"))
+    html = report.render(c, "html")
+    p = parse(html)
+    rows = summary_rows(html)
+    assert [r[0] for r in rows] == c.backends
+    assert p.count("svg") >= 1 and "Convergence" in html
+    if kind in ("maxcut", "ising"):
+        assert "distribution over repeats" in html
+    if kind == "multiobjective" and panels.has_front(c):
+        assert "Pareto front" in html
+    if kind == "dro" and panels.has_regions(c):
+        assert "Per-region errors" in html
+    assert "Model source" in html and "Environment" in html
+    md = report.render(c, "md")
+    assert all(f"| {b} |" in md for b in c.backends)
+    d = json.loads(report.render(c, "json"))
+    assert len(d["results"]) == len(c.results) == 2 * len(c.backends)

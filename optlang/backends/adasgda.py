@@ -83,9 +83,11 @@ class AdaSGDARule:
         self.o = opts
         self.vr = opts.variant == "vr"
         self.vx = self.vy = 0.0
-        self.s0: float | None = None
+        self.s0: float | None = None  # first gradient norm, both players
+        self.sx = self.sy = 1.0  # largest gradient norm of each player so far (its accumulator's unit)
         self.eta_x = self.eta_y = 0.0
         self.extra_evals = 0
+        self.ortho_steps = 0  # player steps taken along orthogonalized directions
         self.rx = self.ry = 1.0  # distance scales (DoG); 1 when off, so c_x, c_y are the step lengths
         self.x0: Tensors | None = None
         self.y0: Tensors | None = None
@@ -130,8 +132,9 @@ class AdaSGDARule:
         self.my, self.py = m, (_clone(x), _clone(y))
         return m
 
-    def _storm_both(self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: Any,
-                    oracle: Oracle) -> tuple[Tensors, Tensors]:
+    def _storm_both(
+        self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: Any, oracle: Oracle
+    ) -> tuple[Tensors, Tensors]:
         """Simultaneous VR: both estimators share the previous point, so one extra evaluation serves both."""
         if self.mx is None or self.my is None or self.px is None:
             mx, my = gx, gy
@@ -145,13 +148,16 @@ class AdaSGDARule:
         self.px = self.py = (_clone(x), _clone(y))
         return mx, my
 
-    def _step(self, tensors: Tensors, m: Tensors, eta: float, sign: float, project: Any) -> float:
+    def _step(self, tensors: Tensors, m: Tensors, eta: float, sign: float, project: Any, unit: float) -> float:
         """Move along D(m) by eta, project, and return the squared length of the realized mapping Δ/eta."""
         o = self.o
         before = _clone(tensors)
+        # far from stationarity the polar factor preconditions; near it, plain directions converge linearly
+        ortho = o.orthogonalize and math.sqrt(sq_norm(m)) > o.ortho_until * unit
+        self.ortho_steps += int(ortho)
         with torch.no_grad():
             for k, g in m.items():
-                tensors[k].add_(direction(g, o.orthogonalize, o.ns_steps, o.ns_polish), alpha=sign * eta)
+                tensors[k].add_(direction(g, ortho, o.ns_steps, o.ns_polish), alpha=sign * eta)
         project(tensors)
         return sq_norm({k: tensors[k] - before[k] for k in tensors}) / (eta * eta)
 
@@ -173,19 +179,23 @@ class AdaSGDARule:
         nx, ny = sq_norm(mx), sq_norm(my)
         if self.s0 is None:
             self.s0 = math.sqrt(nx + ny) or 1.0
-        s2 = self.s0**2
+            self.sx = self.sy = 1e-6 * self.s0  # a player whose gradients all vanish keeps a tiny unit
+        self.sx = max(self.sx, math.sqrt(nx))  # each player's unit: its largest gradient so far
+        self.sy = max(self.sy, math.sqrt(ny))
         if o.dog:
             self._track_distance(x, y)
         vy_trial = self.vy + (0.0 if o.alternating else ny)
-        self.eta_x = (o.c_x * self.rx / self.s0) / (max(self.vx + nx, vy_trial, 1e-300) / s2) ** o.a
-        self.vx += self._step(x, mx, self.eta_x, -1.0, oracle.project_x_)
+        ratio_x, ratio_y = (self.vx + nx) / self.sx**2, vy_trial / self.sy**2
+        self.eta_x = (o.c_x * self.rx / self.sx) / max(ratio_x, ratio_y, 1e-300) ** o.a
+        self.vx += self._step(x, mx, self.eta_x, -1.0, oracle.project_x_, self.sx)
         if o.alternating:  # the max player answers the new x (Gauss–Seidel)
             _, _, gy = oracle.grads(x, y, batch)
             self.extra_evals += 1
             my = self._storm_y(t, x, y, gy, batch, oracle) if self.vr else gy
             ny = sq_norm(my)
-        self.eta_y = (o.c_y * self.ry / self.s0) / (max(self.vy + ny, 1e-300) / s2) ** o.b
-        self.vy += self._step(y, my, self.eta_y, 1.0, oracle.project_y_)
+            self.sy = max(self.sy, math.sqrt(ny))
+        self.eta_y = (o.c_y * self.ry / self.sy) / max((self.vy + ny) / self.sy**2, 1e-300) ** o.b
+        self.vy += self._step(y, my, self.eta_y, 1.0, oracle.project_y_, self.sy)
 
     def info(self) -> dict[str, Any]:
         o = self.o
@@ -198,11 +208,14 @@ class AdaSGDARule:
             "accum_x": self.vx,
             "accum_y": self.vy,
             "first_grad_norm": self.s0,
+            "unit_x": self.sx,
+            "unit_y": self.sy,
             "c_x": o.c_x,
             "c_y": o.c_y,
             "a": o.a,
             "b": o.b,
             "extra_evaluations": self.extra_evals,
+            "orthogonalized_steps": self.ortho_steps,
         }
 
 
@@ -220,11 +233,12 @@ class AdaSGDA(Backend):
         variant: str = "base"  # base | vr (STORM estimators, one extra gradient per step)
         orthogonalize: bool = True  # Newton–Schulz polar directions for 2-D variables
         c_x: float = 1.0  # step scale of the min player (× distance travelled with dog, else units of x)
-        c_y: float = 2.0  # step scale of the max player (the fast one)
+        c_y: float = 1.0  # step scale of the max player
         a: float = 0.6  # accumulator power of the min player (a > b: x is the slow player)
-        b: float = 0.4  # accumulator power of the max player
+        b: float = 0.2  # accumulator power of the max player (b < a: y is the fast player)
         ns_steps: int = 5
         ns_polish: int = 2
+        ortho_until: float = 1e-2  # orthogonalize while ‖m_p‖ > ortho_until · s₀ (0: always)
         storm_power: float = 2.0 / 3.0  # VR momentum β_t = (t + 1)^(−storm_power)
         alternating: bool = False  # y answers the new x (one extra gradient per step)
         dog: bool = True  # step scales c_p · (largest distance travelled so far), as in DoG
@@ -242,8 +256,14 @@ class AdaSGDA(Backend):
     def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:  # type: ignore[override]
         """Run AdaSGDA (or AdaSGDA-VR) on the minimax problem."""
         validate(options, self.name)
-        settings = LoopSettings(options.batch, options.check_every, options.report_every, options.inner_iters,
-                                options.convex_concave, options.final_report)
+        settings = LoopSettings(
+            options.batch,
+            options.check_every,
+            options.report_every,
+            options.inner_iters,
+            options.convex_concave,
+            options.final_report,
+        )
         return minimax_loop(problem, AdaSGDARule(options), ctx, settings)
 
 
@@ -253,5 +273,9 @@ def validate(options: Any, backend: str = "adasgda") -> None:
     check_choice("convex_concave", options.convex_concave, ("auto", "yes", "no"), backend)
     if options.c_x <= 0 or options.c_y <= 0:
         raise OptionError("c_x", f"'{backend}' step scales c_x and c_y must be positive")
+    if options.r_eps <= 0 or options.ortho_until < 0 or options.ns_steps < 0 or options.ns_polish < 0:
+        raise OptionError("r_eps", f"'{backend}' needs r_eps > 0 and ortho_until, ns_steps, ns_polish ≥ 0")
+    if not (0 < options.storm_power <= 1):
+        raise OptionError("storm_power", f"'{backend}' needs 0 < storm_power ≤ 1 (β_t = (t + 1)^−storm_power)")
     if not (0 <= options.b <= options.a <= 1):
         raise OptionError("a", f"'{backend}' needs 0 ≤ b ≤ a ≤ 1 (a > b separates the time scales)")

@@ -275,10 +275,21 @@ def robust_value(
     region_mix over the per-region worst cases sup_{D(Q_k‖P̂_k) ≤ ρ_k} E_{Q_k} ℓ.
     """
     loss = np.asarray(losses, dtype=np.float64).ravel()
-    if mix == "adaptive":
+    if not np.all(np.isfinite(loss)):  # a diverged model: no dual to solve
+        K = regions.k
+        return RobustValue(
+            float("nan"),
+            np.full(K, np.nan),
+            regions.masses.copy(),
+            np.full(K, np.nan),
+            np.full(loss.size, 1.0 / loss.size),
+        )
+    if mix == "adaptive" and regions.k > 1:
         if base != "chi2":
             raise ValueError("adaptive region weights are defined for the chi2 base divergence only")
         return adaptive_chi2(loss, regions)
+    if mix == "adaptive":  # one region: the adaptive set is the global ball, solved directly
+        mix = "empirical"
     K = regions.k
     vals = np.empty(K)
     duals = np.empty(K)
@@ -297,25 +308,26 @@ def _ratio_multiplier(ls: np.ndarray, p1: np.ndarray, p2: np.ndarray, eta: float
     """λ solving ½ mean(((1 + z/λ)₊ − 1)²) = ρ for z = ℓ − η (ℓ sorted ascending, prefix sums p1, p2).
 
     With j samples below −λ (the j smallest ℓ), the equation reads A_j/(2λ²) + j/2 = nρ, where
-    A_j = Σ_{i ≥ j} z_i²; the left side decreases in λ, so exactly one piece holds the root.
+    A_j = Σ_{i ≥ j} z_i²; the left side h decreases in λ. At the breakpoints λ = a_j = η − ℓ_j it
+    is H_j = A_j/(2a_j²) + j/2, increasing in j, so the root's piece is the first j with H_j ≥ nρ.
     Returns 0 when the ball already allows L = 0 below η and no loss exceeds η (then sup = 0).
     """
     n = ls.size
     m = int(np.searchsorted(ls, eta, side="left"))  # samples with z < 0
+    target = n * rho
     j = np.arange(m + 1)
-    A = (p2[n] - p2[j]) - 2.0 * eta * (p1[n] - p1[j]) + (n - j) * eta * eta
-    A = np.maximum(A, 0.0)
-    den = 2.0 * n * rho - j
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.where((den > 0) & (A > 0), np.sqrt(A / np.where(den > 0, den, 1.0)), np.nan)
-    a = eta - ls[:m]  # a[0] ≥ a[1] ≥ ... > 0
-    upper = np.append(np.inf, a)  # piece j needs λ < a[j-1]
-    lower = np.append(a, 0.0)  # and λ ≥ a[j]
-    tol = 1e-12 * max(1.0, abs(eta))
-    ok = np.isfinite(lam) & (lam <= upper + tol) & (lam >= lower - tol)
-    if not ok.any():
+    A = (p2[n] - p2[: m + 1]) - 2.0 * eta * (p1[n] - p1[: m + 1]) + (n - j) * (eta * eta)
+    np.maximum(A, 0.0, out=A)
+    jstar = m
+    if m > 0:
+        a = eta - ls[:m]
+        hit = np.flatnonzero(A[:m] / (2.0 * a * a) + 0.5 * j[:m] >= target)
+        if hit.size:
+            jstar = int(hit[0])
+    den = 2.0 * target - jstar
+    if den <= 0.0 or A[jstar] <= 0.0:
         return 0.0
-    return float(lam[np.argmax(ok)])
+    return float(np.sqrt(A[jstar] / den))
 
 
 def adaptive_chi2(losses: np.ndarray, regions: Regions) -> RobustValue:
@@ -342,9 +354,12 @@ def adaptive_chi2(losses: np.ndarray, regions: Regions) -> RobustValue:
     pi = regions.masses
 
     def lambdas(eta: float) -> np.ndarray:
-        return np.array([
-            np.inf if rho[k] <= 0 else _ratio_multiplier(sorted_l[k], pref1[k], pref2[k], eta, float(rho[k]))
-            for k in range(K)])
+        return np.array(
+            [
+                np.inf if rho[k] <= 0 else _ratio_multiplier(sorted_l[k], pref1[k], pref2[k], eta, float(rho[k]))
+                for k in range(K)
+            ]
+        )
 
     def ratios(eta: float, lam: np.ndarray) -> np.ndarray:
         L = np.ones_like(loss)
@@ -359,18 +374,34 @@ def adaptive_chi2(losses: np.ndarray, regions: Regions) -> RobustValue:
         return L
 
     def excess_mass(eta: float) -> float:
-        L = ratios(eta, lambdas(eta))
-        return float(sum(pi[k] * L[idxs[k]].mean() for k in range(K))) - 1.0
+        """E_P̂ L(η) − 1 from the sorted losses and prefix sums (no per-sample arrays)."""
+        total = 0.0
+        for k in range(K):
+            ls, n = sorted_l[k], sorted_l[k].size
+            if rho[k] <= 0:
+                total += pi[k]
+                continue
+            lam = _ratio_multiplier(ls, pref1[k], pref2[k], eta, float(rho[k]))
+            if lam <= 0.0:
+                total += pi[k] * (n - np.searchsorted(ls, eta, side="left")) / n
+                continue
+            j0 = int(np.searchsorted(ls, eta - lam, side="right"))  # L > 0 from here on
+            c, S = n - j0, pref1[k][n] - pref1[k][j0]
+            total += pi[k] * (c * (1.0 - eta / lam) + S / lam) / n
+        return total - 1.0
 
     if np.all(rho <= 0):
         w = pi[regions.labels] / regions.counts[regions.labels]
-        return RobustValue(float(w @ loss), np.array([loss[i].mean() for i in idxs]), pi.copy(),
-                           np.full(K, np.inf), w, 0.0)
+        return RobustValue(
+            float(w @ loss), np.array([loss[i].mean() for i in idxs]), pi.copy(), np.full(K, np.inf), w, 0.0
+        )
     top, bottom = float(loss.max()), float(loss.min())
     spread = max(top - bottom, 1e-12 * max(1.0, abs(top)))
     hi = top
     lo = bottom - spread
-    while excess_mass(lo) <= 0.0:
+    for _ in range(200):
+        if excess_mass(lo) > 0.0:
+            break
         lo -= 4.0 * (top - lo)
     if excess_mass(hi) >= 0.0:
         eta = hi

@@ -30,7 +30,7 @@ class DROCvxpyOptions:
 
     regions: str = "quantile"
     radius_rule: str = "count"
-    region_weights: str = "auto"
+    region_weights: str = "robust"
     outer_radius: float = -1.0
     solver: str = ""  # a cvxpy solver name; "" = Clarabel
 
@@ -141,13 +141,17 @@ class DROCvxpy(Backend):
         if form.constraints:
             return "dro-cvxpy handles variable domains only, not general constraints: " + "; ".join(form.constraints)
         if form.ambiguity == "wasserstein" and not form.linear_residual:
-            return ("dro-cvxpy solves Wasserstein DRO only for linear models (loss φ(X @ w + b − y), φ square or "
-                    "abs), where it has a closed form")
+            return (
+                "dro-cvxpy solves Wasserstein DRO only for linear models (loss φ(X @ w + b − y), φ square or "
+                "abs), where it has a closed form"
+            )
         if not (form.cvxpy_ok or form.linear_residual):
             return "the loss has no cvxpy form (a nonconvex or torch-only atom), so dro-cvxpy cannot reformulate it"
         if form.n_samples is not None and form.n_samples > MAX_SAMPLES:
-            return (f"{form.n_samples} samples is more than dro-cvxpy's {MAX_SAMPLES} (one cone per sample); "
-                    "use tcdro, which trains by minibatches")
+            return (
+                f"{form.n_samples} samples is more than dro-cvxpy's {MAX_SAMPLES} (one cone per sample); "
+                "use tcdro, which trains by minibatches"
+            )
         return None
 
     def solve(self, problem: DROProblem, options: DROCvxpyOptions, ctx: RunContext) -> RawSolution:
@@ -211,14 +215,15 @@ class DROCvxpy(Backend):
         values = {name: np.asarray(x.value, dtype=np.float64).reshape(x.shape) for name, x in xs.items()}
         if amb.kind == "wasserstein" and amb.p == 1 and amb.radius > 0 and problem.linear.loss == "square":
             values[problem.linear.weight] = np.zeros_like(values[problem.linear.weight])  # exactly, not ~1e-12
-        value, info, checks = solution_report(problem, values, o.regions, o.radius_rule, o.region_weights,
-                                              o.outer_radius)
+        value, info, checks = solution_report(
+            problem, values, o.regions, o.radius_rule, o.region_weights, o.outer_radius
+        )
         cvx_value = float(prob.value) ** 2 if squared else float(prob.value)
         gap = abs(cvx_value - value) / max(1.0, abs(value))
         checks["cvxpy_value"] = (gap <= 1e-5, f"cvxpy {cvx_value:.10g} vs recomputed {value:.10g} (rel {gap:.1e})")
-        info.update({"cvxpy_status": prob.status, "cvxpy_value": cvx_value,
-                     "solver": o.solver or "CLARABEL"})
+        info.update({"cvxpy_status": prob.status, "cvxpy_value": cvx_value, "solver": o.solver or "CLARABEL"})
         status = Status.OPTIMAL if prob.status == "optimal" else Status.FEASIBLE
         ctx.report(value, None)
-        return RawSolution(status, values, objective=value, bound=None, info=info, checks=checks,
-                           history=list(ctx.history))
+        return RawSolution(
+            status, values, objective=value, bound=None, info=info, checks=checks, history=list(ctx.history)
+        )

@@ -247,8 +247,14 @@ def train(problem: DROProblem, objective: Objective, ctx: RunContext, cfg: Train
     it = 0
     if solver == "lbfgs":
         opt = torch.optim.LBFGS(
-            params, lr=1.0, max_iter=1, max_eval=30, history_size=20, line_search_fn="strong_wolfe",
-            tolerance_grad=1e-12, tolerance_change=1e-16,
+            params,
+            lr=1.0,
+            max_iter=1,
+            max_eval=30,
+            history_size=20,
+            line_search_fn="strong_wolfe",
+            tolerance_grad=1e-12,
+            tolerance_change=1e-16,
         )
 
         def closure() -> torch.Tensor:

@@ -25,7 +25,6 @@ class ERMOptions:
     lr: float = 0.01
     batch_size: int = 0  # 0: full batch up to full_batch_max samples, else 1024
     full_batch_max: int = 200_000
-    max_iter: int = 500
 
 
 class ERM(Backend):
@@ -53,8 +52,7 @@ class ERM(Backend):
         o = options
         check_choice(self.name, "solver", o.solver, ("auto", "lbfgs", "adam"))
         fn = problem.loss.compile(ctx.device, ctx.dtype)
-        cfg = TrainConfig(solver=o.solver, lr=o.lr, batch_size=o.batch_size, full_batch_max=o.full_batch_max,
-                          max_iter=o.max_iter)
+        cfg = TrainConfig(solver=o.solver, lr=o.lr, batch_size=o.batch_size, full_batch_max=o.full_batch_max)
         out = train(problem, MeanObjective(fn), ctx, cfg)
         losses = np.asarray(problem.loss.value(out.values), dtype=np.float64).ravel()
         mean = float(losses.mean())
@@ -69,5 +67,12 @@ class ERM(Backend):
             info["robust_objective_at_solution"] = None
             info["robust_note"] = str(exc)
         status = out.status if np.isfinite(mean) else Status.DIVERGED
-        return RawSolution(status, out.values, objective=mean, iterations=out.iterations,
-                           history=list(ctx.history), info=info, checks=checks)
+        return RawSolution(
+            status,
+            out.values,
+            objective=mean,
+            iterations=out.iterations,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )

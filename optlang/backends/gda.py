@@ -9,7 +9,7 @@ time/iteration limits, convergence verified by the inner solve of stationarity.p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status, interrupt_to_flag
-from optlang.backends.stationarity import mapping_sq, sq_norm, stationarity_report, value_and_grads
-from optlang.backends.torch_vars import finite, init_tensors, project, to_numpy
+from optlang.backends.stationarity import mapping_sq, project, sq_norm, stationarity_report, value_and_grads
+from optlang.backends.torch_vars import finite, init_tensors, to_numpy
 from optlang.errors import OptionError
-from optlang.problem import MinimaxProblem
+from optlang.problem import MinimaxProblem, Variable
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
@@ -49,19 +49,23 @@ class Oracle:
 
     @torch.no_grad()
     def project_x_(self, x: Tensors) -> None:
-        for v in self.problem.min_vars:
-            if v.domain.kind != "free":
-                x[v.name].copy_(project(v.domain, x[v.name]))
+        _project_(self.problem.min_vars, x)
 
     @torch.no_grad()
     def project_y_(self, y: Tensors) -> None:
-        for v in self.problem.max_vars:
-            if v.domain.kind != "free":
-                y[v.name].copy_(project(v.domain, y[v.name]))
+        _project_(self.problem.max_vars, y)
 
     def proxy(self, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors) -> float:
         """The stationarity proxy √(‖G_x‖² + ‖G_y‖²) from gradients at (x, y) (unit-step mappings)."""
         return math.sqrt(mapping_sq(self.problem.min_vars, x, gx, 1.0) + mapping_sq(self.problem.max_vars, y, gy, -1.0))
+
+
+def _project_(variables: Iterable[Variable], tensors: Tensors) -> None:
+    """Project in place; a non-finite tensor is left as it is for the loop's divergence test."""
+    for v in variables:
+        t = tensors[v.name]
+        if v.domain.kind != "free" and math.isfinite(float(torch.sum(t * t))):
+            t.copy_(project(v.domain, t))
 
 
 class StepRule(Protocol):
@@ -142,8 +146,7 @@ def minimax_loop(
     sampler = Sampler(problem.objective.n_samples, settings.batch, ctx.seed, ctx.device)
     max_iter = ctx.max_iter if ctx.max_iter is not None else DEFAULT_MAX_ITER
     tol = default_tol(ctx)
-    check_every = settings.check_every or (
-        max(1, math.ceil(sampler.n / sampler.batch)) if sampler.stochastic else 1)
+    check_every = settings.check_every or (max(1, math.ceil(sampler.n / sampler.batch)) if sampler.stochastic else 1)
 
     f0, gx0, gy0 = oracle.grads(x, y, None)
     if not finite(f0, *gx0.values(), *gy0.values()):
@@ -154,7 +157,6 @@ def minimax_loop(
     threshold = tol_abs
     best_p, best = p0, _clone({**x, **y})
     status: Status | None = Status.CONVERGED if p0 == 0.0 else None
-    verified: dict[str, Any] | None = None
     verifications: list[dict[str, Any]] = []
     stopped_by_callback = False
     t = 0
@@ -162,13 +164,14 @@ def minimax_loop(
 
     def consider(p: float, point: Tensors) -> bool:
         """Track the best iterate; True when `point` is verified stationary."""
-        nonlocal best_p, best, threshold, verified
+        nonlocal best_p, best, threshold
         if p < best_p:
             best_p, best = p, _clone(point)
         if p > threshold:
             return False
-        rep = stationarity_report(problem, to_numpy(point), ctx.device, settings.inner_iters,
-                                  convex_concave="no", seed=ctx.seed)
+        rep = stationarity_report(
+            problem, to_numpy(point), ctx.device, settings.inner_iters, convex_concave="no", seed=ctx.seed
+        )
         verifications.append({"iteration": t, "proxy": p, "grad_phi_norm": rep["grad_phi_norm"]})
         g = rep["grad_phi_norm"]
         if g is not None and g <= tol_abs:
@@ -209,17 +212,20 @@ def minimax_loop(
                 status = ctx.stop_status(Status.ITERATION_LIMIT)
                 break
 
-    if status not in (Status.CONVERGED, Status.DIVERGED):  # the last iterate may be the best one
+    # The last iterate is returned (a converged run stopped at the verified point); the best-proxy
+    # iterate only when the run diverged, since the unit-step proxy need not decrease monotonically.
+    final = best
+    proxy_final = best_p
+    if status != Status.DIVERGED and finite(*x.values(), *y.values()):
+        final = _clone({**x, **y})
         _, fgx, fgy = oracle.grads(x, y, None)
-        if finite(*x.values(), *y.values(), *fgx.values(), *fgy.values()):
-            p_last = oracle.proxy(x, y, fgx, fgy)
-            if p_last <= best_p:
-                best_p, best = p_last, _clone({**x, **y})
-    values = to_numpy(best)
+        proxy_final = oracle.proxy(x, y, fgx, fgy) if finite(*fgx.values(), *fgy.values()) else math.inf
+    values = to_numpy(final)
     objective = float(problem.objective.value(values))
     ctx.report(objective)
     info: dict[str, Any] = {
-        "proxy": best_p,
+        "proxy": proxy_final,
+        "proxy_best": best_p,
         "proxy_initial": p0,
         "tol_relative": tol,
         "tol_absolute": tol_abs,
@@ -232,8 +238,9 @@ def minimax_loop(
         info["stopped_by_callback"] = True
     checks: dict[str, tuple[bool, str]] = {}
     if settings.final_report:
-        verified = stationarity_report(problem, values, ctx.device, settings.inner_iters,
-                                       convex_concave=settings.convex_concave, seed=ctx.seed)
+        verified = stationarity_report(
+            problem, values, ctx.device, settings.inner_iters, convex_concave=settings.convex_concave, seed=ctx.seed
+        )
         info["stationarity"] = verified
         g = verified["grad_phi_norm"]
         checks["stationarity"] = (
@@ -244,8 +251,16 @@ def minimax_loop(
             gap = verified["duality_gap"]
             limit = math.sqrt(tol) * max(1.0, abs(objective))  # the gap is quadratic in the distance to the saddle
             checks["duality_gap"] = (gap <= limit, f"Φ(x) − Ψ(y) = {gap:.3g} vs {limit:.3g}")
-    return RawSolution(status=status, values=values, objective=objective, bound=None, iterations=t,
-                       history=list(ctx.history), info=info, checks=checks)
+    return RawSolution(
+        status=status,
+        values=values,
+        objective=objective,
+        bound=None,
+        iterations=t,
+        history=list(ctx.history),
+        info=info,
+        checks=checks,
+    )
 
 
 def check_choice(key: str, value: str, choices: tuple[str, ...], backend: str) -> None:
@@ -259,8 +274,10 @@ def minimax_refusal(form: Form, kinds: frozenset[str]) -> str | None:
     if form.kind not in kinds:
         return f"solves minimax problems, not {form.kind}"
     if form.constraints:
-        return (f"honours only variable domains (box, ball, simplex) and cannot enforce the general constraint "
-                f"'{form.constraints[0]}'")
+        return (
+            f"honours only variable domains (box, ball, simplex) and cannot enforce the general constraint "
+            f"'{form.constraints[0]}'"
+        )
     for v in form.variables:
         if v.kind != "real":
             return f"needs real variables, but '{v.name}' is {v.kind}"
@@ -322,6 +339,12 @@ class GDA(Backend):
         if options.lr_x <= 0 or options.lr_y <= 0:
             raise OptionError("lr_x", "gda step sizes lr_x and lr_y must be positive")
         rule = FixedStepGDA(options.lr_x, options.lr_y, options.alternating)
-        settings = LoopSettings(options.batch, options.check_every, options.report_every, options.inner_iters,
-                                options.convex_concave, options.final_report)
+        settings = LoopSettings(
+            options.batch,
+            options.check_every,
+            options.report_every,
+            options.inner_iters,
+            options.convex_concave,
+            options.final_report,
+        )
         return minimax_loop(problem, rule, ctx, settings)

@@ -11,6 +11,8 @@ Used by specann, localsearch and the GNN-SDP backend; nothing here prints or rea
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +80,7 @@ def gather_rows(Jt: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, tor
     return owner, col[pos], val[pos]
 
 
-def apply_flips(
-    Jt: torch.Tensor, S: torch.Tensor, G: torch.Tensor, b: torch.Tensor, i: torch.Tensor
-) -> None:
+def apply_flips(Jt: torch.Tensor, S: torch.Tensor, G: torch.Tensor, b: torch.Tensor, i: torch.Tensor) -> None:
     """Flip spins S[b, i] in place and update G = 2 J s + h incrementally (pairs must be distinct)."""
     if b.numel() == 0:
         return
@@ -99,14 +99,20 @@ def _priority(n: int, device: Any) -> torch.Tensor:
 # ----------------------------------------------------------------------------- local search
 @torch.no_grad()
 def descent_with_fields(
-    Jt: torch.Tensor, h_t: torch.Tensor, S: torch.Tensor, G: torch.Tensor | None = None, max_sweeps: int = 10_000
+    Jt: torch.Tensor,
+    h_t: torch.Tensor,
+    S: torch.Tensor,
+    G: torch.Tensor | None = None,
+    max_sweeps: int = 10_000,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Batched greedy 1-flip descent; returns (S, G = 2JS + h, rounds). S is modified in place.
 
     Each round flips, in every candidate, all improving spins whose gain beats every neighbour's
     (ties broken by a fixed order): an independent set, so the gains add up exactly, and the best
     spin of each candidate always flips, so every round strictly descends. Stops at a 1-flip local
-    minimum (no flip lowers E by more than float noise) or after `max_sweeps` rounds.
+    minimum (no flip lowers E by more than float noise), after `max_sweeps` rounds, or when
+    `stop()` turns true (checked between rounds; S stays a valid ±1 batch).
     """
     n = S.shape[1]
     if G is None:
@@ -118,7 +124,7 @@ def descent_with_fields(
         gain = 2.0 * S * G  # energy decrease of flipping each spin
         imp = gain > eps
         b, i = imp.nonzero(as_tuple=True)
-        if b.numel() == 0:
+        if b.numel() == 0 or (stop is not None and stop()):
             return S, G, rounds - 1
         owner, nbr, val = gather_rows(Jt, i)
         own = gain[b, i]
@@ -205,3 +211,50 @@ def cut_value(W: sp.csr_matrix, s: np.ndarray) -> float:
     """Σ_{i<j} w_ij [s_i ≠ s_j] for a ±1 vector, in float64."""
     s = np.asarray(s, dtype=np.float64)
     return float((W.sum() - s @ (W @ s)) / 4.0)
+
+
+# ----------------------------------------------------------------------------- backend helpers
+def ising_refusal(form: Any, kinds: frozenset[str], max_spins: int | None = None) -> str | None:
+    """The refusal sentence shared by the Ising backends (wrong kind, constraints, too many spins)."""
+    if form.kind not in kinds:
+        return f"solves {', '.join(sorted(kinds))} problems, not {form.kind}"
+    if form.constraints:
+        return (
+            f"cannot honour general constraints on spins ({'; '.join(form.constraints)}); "
+            "it only minimizes an unconstrained quadratic energy"
+        )
+    if max_spins is not None and form.n_spins > max_spins:
+        return f"enumerates at most {max_spins} spins exactly, and this model has {form.n_spins}"
+    return None
+
+
+def energy_check(problem: IsingProblem, s: np.ndarray, claimed: float) -> tuple[float, tuple[bool, str]]:
+    """Recompute E(s) in float64 from the problem data; compare with the solver's own value."""
+    exact = float(problem.energy(np.asarray(s, dtype=np.float64)))
+    scale = float(abs(problem.J).sum() + np.abs(problem.h).sum() + abs(problem.constant))
+    tol = 1e-5 * scale + 1e-6
+    ok = bool(np.all(np.abs(s) == 1)) and abs(exact - claimed) <= tol
+    detail = f"float64 energy {exact:.10g} vs solver {claimed:.10g} (tolerance {tol:.2g})"
+    return exact, (ok, detail)
+
+
+def ising_info(problem: IsingProblem, energy: float) -> dict[str, Any]:
+    """JSON-able extras: the cut when the problem came from a Max-Cut."""
+    return {"cut": -energy} if problem.maxcut_weights is not None else {}
+
+
+@contextmanager
+def torch_threads(k: int) -> Iterator[None]:
+    """Run with k torch CPU threads (k ≤ 0: unchanged), restoring the previous setting after.
+
+    One thread is the default of the Ising backends: their kernels are many small sparse ops, and
+    on a shared machine OpenMP teams waiting for a descheduled thread made them ~10x slower.
+    """
+    old = torch.get_num_threads()
+    if k > 0 and k != old:
+        torch.set_num_threads(k)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != old:
+            torch.set_num_threads(old)

@@ -16,6 +16,7 @@ y strictly dominates gets no penalty force, so it follows the preference alone.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,8 @@ class BatchEval:
         """(B, k) tensor of [F_1, ..., F_m(, φ)] with the autograd graph kept."""
         B = next(iter(X.values())).shape[0]
         self.count += B
+        if B == 1:  # no batching overhead for a single point
+            return self._one({k: v[0] for k, v in X.items()}).unsqueeze(0)
         if self.vmap_ok is not False:
             try:
                 out = torch.func.vmap(self._one)(X)
@@ -182,49 +185,52 @@ def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torc
 
 
 class Archive:
-    """Objective vectors (and points, while small) of every evaluated iterate, for fronts and dominance."""
+    """The non-dominated objective vectors (and their points, while small) of every evaluated iterate.
+
+    Kept incrementally: each batch is merged with the current front and filtered, so memory follows
+    the front's size, not the number of evaluations.
+    """
 
     def __init__(self, max_floats: int = 20_000_000) -> None:
-        self.F: list[np.ndarray] = []
-        self.X: list[dict[str, np.ndarray]] = []
-        self.budget = max_floats
+        self.F = np.zeros((0, 0))
+        self.X: dict[str, np.ndarray] | None = None
+        self.max_floats = max_floats
         self.keep_points = True
+        self.seen = 0
 
-    def add(self, F: torch.Tensor, X: dict[str, torch.Tensor], finite: torch.Tensor | None = None) -> None:
+    def add(self, F: torch.Tensor, X: dict[str, torch.Tensor]) -> None:
         Fn = F.detach().to("cpu", torch.float64).numpy()
         ok = np.all(np.isfinite(Fn), axis=1)
-        if finite is not None:
-            ok &= finite.detach().cpu().numpy()
         if not ok.any():
             return
-        self.F.append(Fn[ok])
-        if self.keep_points:
-            size = sum(int(np.prod(v.shape)) for v in X.values())
-            self.budget -= size
-            if self.budget < 0:
-                self.keep_points = False
-                self.X = []
-            else:
-                self.X.append({k: v.detach().to("cpu", torch.float64).numpy()[ok] for k, v in X.items()})
+        self.seen += int(ok.sum())
+        Fn = Fn[ok]
+        Xn = {k: v.detach().to("cpu", torch.float64).numpy()[ok] for k, v in X.items()} if self.keep_points else None
+        if self.F.size == 0:
+            allF, allX = Fn, Xn
+        else:
+            allF = np.concatenate([self.F, Fn])
+            allX = (
+                {k: np.concatenate([self.X[k], Xn[k]]) for k in Xn} if (Xn is not None and self.X is not None) else None
+            )
+        mask = nondominated_mask(allF)
+        self.F = allF[mask]
+        if allX is not None:
+            self.X = {k: v[mask] for k, v in allX.items()}
+            if sum(v.size for v in self.X.values()) > self.max_floats:
+                self.keep_points, self.X = False, None
+        else:
+            self.X = None
 
     def all(self) -> np.ndarray:
-        return np.concatenate(self.F) if self.F else np.zeros((0, 0))
+        """The non-dominated objective vectors seen so far (every seen point is dominated by or equal to one)."""
+        return self.F
 
     def front(self) -> tuple[np.ndarray, list[dict[str, np.ndarray]] | None]:
         """Non-dominated objective vectors seen, with their points when kept."""
-        F = self.all()
-        if F.size == 0:
-            return F, None
-        mask = nondominated_mask(F)
-        if not self.keep_points:
-            return F[mask], None
-        idx = np.nonzero(mask)[0]
-        sizes = np.cumsum([0] + [f.shape[0] for f in self.F])
-        pts = []
-        for i in idx:
-            blk = int(np.searchsorted(sizes, i, side="right") - 1)
-            pts.append({k: v[i - sizes[blk]] for k, v in self.X[blk].items()})
-        return F[mask], pts
+        if self.X is None:
+            return self.F, None
+        return self.F, [{k: v[i] for k, v in self.X.items()} for i in range(self.F.shape[0])]
 
 
 def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
@@ -316,7 +322,7 @@ class M3Loop:
         pieces = pieces_fn(out, X)
         bad = ~pieces[-1]
         if bool(bad.any()):
-            Xn = nudge(self.vars, X, bad, 1e-6)
+            Xn = nudge(self.vars, X, bad, 1e-3)
             sel = torch.nonzero(bad).ravel()
             Xs = {k: v[sel].detach().clone().requires_grad_(True) for k, v in Xn.items()}
             outn = ev(Xs)
@@ -327,7 +333,9 @@ class M3Loop:
             pieces = (*merged, pieces[-1])
         return pieces
 
-    def run(self, X: dict[str, torch.Tensor], pref: Any, iters: int, lam_mode: str = "entropic") -> _Run:
+    def run(
+        self, X: dict[str, torch.Tensor], pref: Any, iters: int, lam_mode: str = "entropic", archive_every: int = 1
+    ) -> _Run:
         """Run the single loop from the (B, ...) starts X for at most `iters` iterations."""
         o, ctx, m = self.o, self.ctx, self.m
         B = next(iter(X.values())).shape[0]
@@ -346,6 +354,7 @@ class M3Loop:
         snap_phi = None
         stopped = "limit"
         last_good = _copy(X), _copy(Y)
+        fx_prev_y_gap = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
         k = 0
         while k < iters:
             if ctx.should_stop():
@@ -368,47 +377,71 @@ class M3Loop:
                 stopped = "diverged"
                 break
             last_good = _copy(X), _copy(Y)
-            self.archive.add(fx, X)
-            self.archive.add(fy, Y)
+            if k % archive_every == 0 or k == iters - 1:
+                self.archive.add(torch.cat([fx, fy]), {n: torch.cat([X[n], Y[n]]) for n in X})
             # λ: closed-form best response of the inner min over the simplex
             gaps = fx - fy
             fx_prev_y_gap = gaps.min(1).values
             lam = self._lambda(gaps, fx, lam_mode)
             scale_f = 1.0 + fx.abs().max(1).values
             u_est = gaps.min(1).values
-            if o.guard == "hinge":
-                active = u_est > o.eps * scale_f
-            else:
-                active = torch.ones_like(u_est, dtype=torch.bool)
+            eps_s = o.eps * scale_f
+            strict = u_est > eps_s  # y strictly dominates x: u(x) > 0
+            if o.guard == "none":
+                strict = torch.ones_like(u_est, dtype=torch.bool)
+            # weak domination: y is nowhere worse and somewhere strictly better, x is not Pareto
+            weak = (~strict) & (u_est > -eps_s) & (gaps.max(1).values > eps_s)
+            if o.guard != "dominance":
+                weak = torch.zeros_like(weak)
+            active = strict | weak
 
-            def y_pieces(out: torch.Tensor, Z: dict, sel: Any = None, lam: torch.Tensor = lam) -> tuple:
-                w = lam if sel is None else lam[sel]
-                g, ok = safe_grads((w * out[:, :m]).sum(), Z)
-                return g, ok
-
-            def x_pieces(out: torch.Tensor, Z: dict, sel: Any = None) -> tuple:
-                gphi, ok = safe_grads(pref(out, sel).sum(), Z, retain=True)
-                pieces = [gphi]
+            def per_objective(out: torch.Tensor, Z: dict, sel: Any = None, with_pref: bool = False) -> tuple:
+                pieces, ok = [], None
+                if with_pref:
+                    gphi, ok = safe_grads(pref(out, sel).sum(), Z, retain=True)
+                    pieces.append(gphi)
                 for i in range(m):
                     gi, oki = safe_grads(out[:, i].sum(), Z, retain=i < m - 1)
-                    pieces.append(gi)
-                    ok = ok & oki
+                    pieces.append({n: _nan0(g) for n, g in gi.items()})
+                    ok = oki if ok is None else ok & oki
                 return (*pieces, ok)
 
-            (gy,) = self._grads(self.evy, Y, outy, y_pieces)[:-1]
-            gphi, *J = self._grads(self.evx, X, outx, x_pieces)[:-1]
-            J = [{n: _nan0(g) for n, g in gi.items()} for gi in J]
-            # λ of the penalty force: the min-norm (common descent) weights of the reduced gradients
-            # at x ("minnorm"), or the inner λ of the gaps ("gap"); minnorm falls back to the gaps'
-            # λ where x is Pareto-critical (no common descent direction)
+            Jy = list(self._grads(self.evy, Y, outy, per_objective)[:-1])
+            # y's step: the softmin λ of the gaps, plus a small weight on every objective (y_mean) so that
+            # y reaches a Pareto (not only weakly Pareto) point dominating x
+            lam_y = lam + o.y_mean / m if o.guard == "dominance" else lam
+            gy = {n: sum(_bcast(lam_y[:, i], Jy[i][n]) * Jy[i][n] for i in range(m)) for n in Jy[0]}
+            # λ of the penalty force on x (Danskin): the multipliers of y's stationarity, i.e. the
+            # min-norm weights of the reduced gradients at y ("minnorm_y"); or of those at x
+            # ("minnorm_x": the common descent direction of x); or the gaps' softmin λ ("gap")
             lam_x = lam
-            if o.lambda_x == "minnorm":
-                R = [reduced_grad(self.vars, X, gi) for gi in J]
-                lam_mn, nrm = min_norm_weights(R)
-                big = torch.stack([_bnorm(r) for r in R], 1).max(1).values
-                crit = nrm <= 1e-6 * big
-                lam_x = torch.where(crit[:, None], lam, lam_mn)
-            gF = {n: sum(_bcast(lam_x[:, i], J[i][n]) * J[i][n] for i in range(m)) for n in J[0]}
+            if o.lambda_x == "minnorm_y":
+                act = None
+                if o.active_ratio >= 0:  # complementary slackness: only gaps near the smallest carry weight
+                    slack = o.active_ratio * torch.clamp(u_est, min=0.0) + 7.0 * self._tau(gaps, fx)[:, 0]
+                    act = gaps <= (u_est + slack)[:, None]
+                lam_x, _ = min_norm_weights([reduced_grad(self.vars, Y, g) for g in Jy], allowed=act)
+            if bool(weak.any()):  # only the strictly improvable objectives pull a weakly dominated x
+                imp = (gaps > eps_s[:, None]).to(lam.dtype)
+                lam_w = imp / torch.clamp(imp.sum(1, keepdim=True), min=1.0)
+                if o.lambda_x == "minnorm_x":
+                    lam_x = lam_w  # replaced below where x is not weakly dominated
+                else:
+                    lam_x = torch.where(weak[:, None], lam_w, lam_x)
+            if o.lambda_x == "minnorm_x":
+                gphi, *Jx = self._grads(self.evx, X, outx, lambda o_, Z, sel=None: per_objective(o_, Z, sel, True))[:-1]
+                lam_mx, _ = min_norm_weights([reduced_grad(self.vars, X, g) for g in Jx])
+                lam_x = torch.where(weak[:, None], lam_x, lam_mx)
+                gF = {n: sum(_bcast(lam_x[:, i], Jx[i][n]) * Jx[i][n] for i in range(m)) for n in Jx[0]}
+            else:
+
+                def x_pieces(out: torch.Tensor, Z: dict, sel: Any = None, w: torch.Tensor = lam_x) -> tuple:
+                    gphi, ok1 = safe_grads(pref(out, sel).sum(), Z, retain=True)
+                    wk = w if sel is None else w[sel]
+                    gF, ok2 = safe_grads((wk * out[:, :m]).sum(), Z)
+                    return gphi, {n: _nan0(g) for n, g in gF.items()}, ok1 & ok2
+
+                gphi, gF = self._grads(self.evx, X, outx, x_pieces)[:-1]
             # ρ: geometric schedule, kept in a band so that the penalty force is rho_adapt to rho_cap
             # times the preference force (it can always win, and it never swamps the steps)
             ratio = _bnorm(gphi) / torch.clamp(_bnorm(gF), min=1e-30)
@@ -440,8 +473,11 @@ class M3Loop:
         """λ on the simplex: softmin(G/τ) (entropic) or the vertex of the smallest gap (argmin)."""
         if mode == "argmin":
             return torch.nn.functional.one_hot(gaps.argmin(1), gaps.shape[1]).to(gaps.dtype)
-        tau = self.o.tau * (1e-12 + fx.abs().mean(1, keepdim=True) + gaps.abs().max(1, keepdim=True).values)
-        return torch.softmax(-gaps / tau, dim=1)
+        return torch.softmax(-gaps / self._tau(gaps, fx), dim=1)
+
+    def _tau(self, gaps: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
+        """The softmin temperature (B, 1): tau times the magnitude of the objectives and gaps."""
+        return self.o.tau * (1e-12 + fx.abs().mean(1, keepdim=True) + gaps.abs().max(1, keepdim=True).values)
 
 
 def reduced_grad(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], G: dict[str, torch.Tensor]) -> dict:
@@ -474,7 +510,42 @@ def simplex_project_rows(V: torch.Tensor) -> torch.Tensor:
     return torch.clamp(V - theta, min=0.0)
 
 
-def min_norm_weights(R: list[dict[str, torch.Tensor]], iters: int = 100) -> tuple[torch.Tensor, torch.Tensor]:
+def _min_norm_faces(G: np.ndarray, reg: float = 1e-6, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Exact min of λᵀGλ + ε‖λ − 1/m‖² on the simplex for small m, face by face (ε = reg · tr(G) / m).
+
+    The small pull toward uniform weights picks, among (near-)minimizers of a singular G, the most
+    balanced one instead of an arbitrary vertex (a vertex λ = e_i can pin x on a weak-Pareto face).
+    """
+    B, m, _ = G.shape
+    allowed = np.ones((B, m), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool).copy()
+    allowed[~allowed.any(1)] = True
+    prior = allowed / allowed.sum(1, keepdims=True)
+    eps = reg * np.trace(G, axis1=1, axis2=2) / m + 1e-300
+    Gr = G + eps[:, None, None] * np.eye(m)
+    best = np.full(B, np.inf)
+    lam = prior.copy()
+    for r in range(1, m + 1):
+        for S in itertools.combinations(range(m), r):
+            idx = np.asarray(S)
+            inv = np.linalg.inv(Gr[:, idx][:, :, idx])
+            a = inv @ (eps[:, None, None] * prior[:, idx, None])
+            b = inv @ np.ones((B, r, 1))
+            mu = (1.0 - a.sum(axis=(1, 2))) / b.sum(axis=(1, 2))
+            w = (a + mu[:, None, None] * b)[:, :, 0]
+            ok = (w >= -1e-12).all(1) & allowed[:, idx].all(1)
+            full = np.zeros((B, m))
+            full[:, idx] = np.clip(w, 0.0, None)
+            d = full - prior
+            val = np.einsum("bi,bij,bj->b", full, G, full) + eps * (d * d).sum(1)
+            take = ok & (val < best)
+            best = np.where(take, val, best)
+            lam[take] = full[take]
+    return lam
+
+
+def min_norm_weights(
+    R: list[dict[str, torch.Tensor]], iters: int = 100, allowed: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """λ ∈ Δ minimizing ‖Σ λ_i R_i‖ per instance (MGDA's min-norm point), by projected gradient on
     the m × m Gram matrix (exact for m = 2). Returns (λ (B, m), the norm (B,))."""
     m = len(R)
@@ -483,11 +554,17 @@ def min_norm_weights(R: list[dict[str, torch.Tensor]], iters: int = 100) -> tupl
     Gm = flat64 @ flat64.transpose(1, 2)  # (B, m, m)
     if m == 1:
         lam = torch.ones(flat.shape[0], 1, dtype=torch.float64, device=flat.device)
+    elif m <= 5 and allowed is not None:
+        lam = torch.as_tensor(
+            _min_norm_faces(Gm.cpu().numpy(), allowed=allowed.cpu().numpy()), dtype=torch.float64, device=flat.device
+        )
     elif m == 2:
         a, b, c = Gm[:, 0, 0], Gm[:, 1, 1], Gm[:, 0, 1]
         den = torch.clamp(a + b - 2 * c, min=1e-300)
         t = torch.clamp((b - c) / den, 0.0, 1.0)  # weight of objective 0
         lam = torch.stack([t, 1 - t], 1)
+    elif m <= 5:
+        lam = torch.as_tensor(_min_norm_faces(Gm.cpu().numpy()), dtype=torch.float64, device=flat.device)
     else:
         lam = torch.full((flat.shape[0], m), 1.0 / m, dtype=torch.float64, device=flat.device)
         L = torch.clamp(torch.diagonal(Gm, dim1=1, dim2=2).sum(1), min=1e-300)[:, None]
@@ -553,7 +630,7 @@ def inner_merit(
             break
         out = loop.evy(Y)
         fy = out[:, :m]
-        gaps = (fx - fy.detach())
+        gaps = fx - fy.detach()
         u_now = gaps.min(1).values
         better = u_now > u_best
         if bool(better.any()):
@@ -587,11 +664,13 @@ class ParetoM3Options:
     rho_ramp: float = 0.5  # fraction of the iterations over which ρ grows geometrically to rho_max
     rho_adapt: float = 2.0  # floor ρ ≥ rho_adapt ‖∇φ‖ / ‖Σλ∇F‖: the penalty can always win
     rho_cap: float = 10.0  # cap ρ ≤ max(rho0, rho_cap ‖∇φ‖ / ‖Σλ∇F‖): it never swamps the preference
-    lambda_x: str = "minnorm"  # λ of the x-step penalty: "minnorm" (common descent weights at x) | "gap"
+    lambda_x: str = "minnorm_y"  # λ of the x-step penalty: "minnorm_y" | "minnorm_x" | "gap" (see the doc)
+    active_ratio: float = -1.0  # minnorm_y: only gaps within (1 + active_ratio) u(x) + 7τ are active; < 0: all
     y_reset: bool = True  # restart y at x whenever y no longer dominates x (min gap < 0)
     tau: float = 1e-3  # softmin temperature of λ, relative to the objectives' magnitude
     lambda_rule: str = "entropic"  # "entropic" (softmin of the gaps) | "argmin" (vertex of the smallest gap)
-    guard: str = "hinge"  # "hinge": penalty only where y strictly dominates x (the weak-Pareto guard) | "none"
+    guard: str = "dominance"  # weak-Pareto guard: "dominance" | "hinge" | "none" (see the doc)
+    y_mean: float = 1e-2  # with guard "dominance": weight of the mean gap in y's ascent
     eps: float = 1e-6  # strict-domination threshold of the hinge, relative to 1 + max |F|
     starts: int = 1  # independent starts in preference mode (the best weakly Pareto one is returned)
     merit_iters: int = 150  # inner maximization steps for the reported merit u(x)
@@ -618,8 +697,10 @@ class ParetoM3(Backend):
     def solve(self, problem: MultiObjectiveProblem, options: ParetoM3Options, ctx: RunContext) -> RawSolution:
         if options.lambda_rule not in ("entropic", "argmin"):
             raise ValueError(f"lambda_rule must be 'entropic' or 'argmin', not {options.lambda_rule!r}")
-        if options.guard not in ("hinge", "none"):
-            raise ValueError(f"guard must be 'hinge' or 'none', not {options.guard!r}")
+        if options.lambda_x not in ("minnorm_y", "minnorm_x", "gap"):
+            raise ValueError(f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}")
+        if options.guard not in ("dominance", "hinge", "none"):
+            raise ValueError(f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
         torch.manual_seed(ctx.seed)
         if problem.preference is not None:
             return self._preferred(problem, options, ctx)
@@ -638,7 +719,7 @@ class ParetoM3(Backend):
         def pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
             return out[:, m]
 
-        run = loop.run(X0, pref, iters, o.lambda_rule)
+        run = loop.run(X0, pref, iters, o.lambda_rule, archive_every=5)
         # the returned point: x if it is weakly Pareto, else the y that dominates it most (its projection)
         u_x, y_star, _ = inner_merit(loop, run.X, run.Y, o.merit_iters, o.lr_y)
         with torch.no_grad():
@@ -655,7 +736,7 @@ class ParetoM3(Backend):
         ok = u_p <= o.merit_tol * scale
         best = int(np.argmin(np.where(ok, phi, np.inf))) if ok.any() else int(np.argmin(u_p / scale))
         seen = archive.all()
-        tol_dom = 1e-6 * scale[best]
+        tol_dom = 1e-5 * scale[best]
         n_dom = int(sum(dominates(f, F[best], tol_dom) for f in seen)) if seen.size else 0
         status = _status(run.stopped, ctx)
         if status.has_solution and not ok[best] and status == Status.CONVERGED:
@@ -667,7 +748,7 @@ class ParetoM3(Backend):
             "merit_of_x": float(u_x[best]),
             "returned": "y (dominating point of x)" if use_y[best] else "x",
             "dominated_by_seen": n_dom,
-            "points_seen": int(seen.shape[0]) if seen.size else 0,
+            "points_seen": archive.seen,
             "evaluations": int(evals),
             "evaluation_unit": "one point evaluation = the objective vector (and preference) at one point, "
             "with or without its gradient",
@@ -679,11 +760,13 @@ class ParetoM3(Backend):
         checks = {
             "weak_pareto_merit": (
                 bool(ok[best]),
-                f"u(x) = {u_p[best]:.3g} by {o.merit_iters} inner ascent steps (tolerance {o.merit_tol * scale[best]:.3g})",
+                f"u(x) = {u_p[best]:.3g} by {o.merit_iters} inner ascent steps "
+                f"(tolerance {o.merit_tol * scale[best]:.3g})",
             ),
             "not_dominated_by_seen": (
                 n_dom == 0,
-                f"{n_dom} of {info['points_seen']} evaluated points dominate the result by more than {tol_dom:.2g}",
+                f"{n_dom} of the {seen.shape[0]} non-dominated points among {archive.seen} evaluated ones "
+                f"dominate the result by more than {tol_dom:.2g}",
             ),
         }
         ctx.report(float(phi[best]), None)
@@ -706,13 +789,13 @@ class ParetoM3(Backend):
         iters = ctx.max_iter if ctx.max_iter is not None else o.front_iters
         # 1) anchors: nearly lexicographic minimizers of each objective give the ideal and nadir points
         E = torch.eye(m, dtype=ctx.dtype, device=ctx.device)
-        W_anchor = E + 1e-2
+        W_anchor = E + 0.2
 
         def anchor_pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
             W = W_anchor if sel is None else W_anchor[sel]
             return (W * out[:, :m]).sum(1)
 
-        run_a = loop.run(batched_init(problem.variables, m, ctx, offset=1), anchor_pref, max(50, iters // 2))
+        run_a = loop.run(batched_init(problem.variables, m, ctx, offset=1), anchor_pref, iters, archive_every=5)
         with torch.no_grad():
             Fa = loop.evy(run_a.X)[:, :m].cpu().numpy().astype(np.float64)
         seen = archive.all()
@@ -728,7 +811,7 @@ class ParetoM3(Backend):
             Rk = R if sel is None else R[sel]
             return (((out[:, :m] - Rk) / S) ** 2).sum(1)
 
-        run = loop.run(batched_init(problem.variables, W.shape[0], ctx, offset=2), sweep_pref, iters)
+        run = loop.run(batched_init(problem.variables, W.shape[0], ctx, offset=2), sweep_pref, iters, archive_every=5)
         Ff, pts = archive.front()
         evals = loop.evaluations()
         knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))

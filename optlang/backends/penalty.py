@@ -46,13 +46,12 @@ class PenaltyOptions:
     batch_f: int = 0  # minibatch for ∇f: 0 auto (full when ≤ 4096 samples), -1 full, k > 0 size
     batch_g: int = 0
     history_size: int = 20  # lbfgs memory
-    tol_g: float = 1e-5  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
-    tol: float = 0.0  # relative KKT tolerance (0: ctx.tol or 1e-4), never below the dtype's rounding floor
+    tol_g: float = 1e-4  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
     max_iter: int = 100000  # total inner steps when ctx.max_iter is None
     lipschitz_iters: int = 15
     report_every: int = 10
     trace_points: int = 200
-    eval_samples: int = 20000
+    eval_samples: int = 4096
 
 
 class Penalty(Backend):
@@ -93,7 +92,7 @@ class _PenaltyRun:
         self.gen_g = make_generator(ctx, 2)
         self.of = Oracle(problem.upper, self.flat, ctx, o.batch_f, self.gen_f)
         self.og = Oracle(problem.lower, self.flat, ctx, o.batch_g, self.gen_g)
-        self.tol = o.tol or ctx.tol or 1e-4
+        self.tol = ctx.tol or 1e-4  # the common option `tol`
         self.max_iter = ctx.max_iter if ctx.max_iter is not None else o.max_iter
         self.tracer = Tracer(o.trace_points)
         gen_e = make_generator(ctx, 3)

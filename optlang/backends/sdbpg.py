@@ -79,7 +79,8 @@ def auto_batch(n: int | None, batch: int) -> int | None:
 class Oracle:
     """Gradients of one TorchFunction on independent seeded minibatches, counting every call.
 
-    `calls` counts gradient oracle calls (one per minibatch gradient), `samples` the per-sample
+    `calls` counts gradient evaluations in minibatch units (a call on a batch of the configured size
+    is 1, a half batch 0.5, a full-batch or deterministic call 1); `samples` the per-sample
     gradients they cost (the full sample-axis length for a full-batch call, 1 without a sample axis).
     """
 
@@ -90,22 +91,22 @@ class Oracle:
         self.flat = flat
         self.device = ctx.device
         self.gen = gen
-        self.calls = 0
+        self.calls = 0.0
         self.samples = 0
 
     @property
     def stochastic(self) -> bool:
         return self.batch is not None
 
-    def draw(self) -> torch.Tensor | None:
+    def draw(self, size: int | None = None) -> torch.Tensor | None:
         """A fresh minibatch of sample indices (with replacement), or None for the full batch."""
         if self.batch is None:
             return None
-        return torch.randint(0, self.n, (self.batch,), generator=self.gen, device=self.device)
+        return torch.randint(0, self.n, (size or self.batch,), generator=self.gen, device=self.device)
 
     def grad(self, x: torch.Tensor, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(value, gradient) at x on `batch`; counted."""
-        self.calls += 1
+        self.calls += 1.0 if batch is None or self.batch is None else len(batch) / self.batch
         self.samples += (len(batch) if batch is not None else (self.n or 1))
         xr = x.detach().requires_grad_(True)
         with torch.enable_grad():
@@ -213,7 +214,8 @@ def certificate(
     checks["finite"] = (finite_ok, "f, g and gradients are finite in float64" if finite_ok else "non-finite values")
     scale_g = max(1.0, g0_norm)
     ok_g = pg_g <= tol_g * scale_g
-    checks["lower_stationary"] = (ok_g, f"projected ‖∇g‖ = {pg_g:.3e} vs tol {tol_g * scale_g:.3e} (float64, full batch)")
+    detail = f"projected ‖∇g‖ = {pg_g:.3e} vs tol {tol_g * scale_g:.3e} (float64, full batch)"
+    checks["lower_stationary"] = (ok_g, detail)
     if problem.lower_optimum is not None:
         gap = out["g"] - float(problem.lower_optimum)
         out["lower_gap"] = gap
@@ -253,10 +255,11 @@ class SDBPGOptions:
     perturbation: bool = True  # False: the plain dynamic barrier (ρ = 0)
     rho_rule: str = "stall"  # stall: raise Λ when progress stalls; power: Λ_t = Λ₀(1 + t/τ)^p
     lam_target: float = 10.0  # Λ₀: the multiplier level the perturbation aims for at first
-    lam_growth: float = 4.0  # stall rule: Λ ← growth·Λ
-    stall_ratio: float = 0.01  # stall rule: phase ends when EMA ‖d‖/‖∇f‖ falls below this
+    lam_growth: float = 10.0  # stall rule: Λ ← growth·Λ
+    stall_ratio: float = 1e-3  # stall rule: phase ends when EMA ‖d‖/‖∇f‖ falls below this
     min_phase: int = 50  # stall rule: iterations before a phase may end
     lam_cap: float = 1e6  # stall rule: Λ grows no further
+    bind_frac: float = 0.0  # stall rule: a phase ends when the EMA of λ reaches bind_frac·Λ (0: off) …
     patience: int = 1000  # stall rule: … or when that EMA has not shrunk by 10% for this many iterations
     rho_power: float = 0.5  # power rule exponent p
     rho_tau: float = 100.0  # power rule time scale τ
@@ -264,20 +267,21 @@ class SDBPGOptions:
     step_rule: str = "adaptive"  # adaptive: η = c/(L_f + (λ+μ)L_g); constant: η = step; diminishing: step/√(1+t/τ)
     step: float = 0.0  # base step size (0: from the estimated curvature, c/(L_f + Λ₀ L_g))
     step_scale: float = 1.0  # c
-    momentum: float = -1.0  # Nesterov momentum: β constant in [0, 1), or −1: k/(k+3) with adaptive restart
+    momentum: float = -1.0  # Nesterov β in [0, 1); −1: k/(k+3) with adaptive restart (deterministic), 0 if stochastic
     batch_f: int = 0  # minibatch for ∇f: 0 auto (full when ≤ 4096 samples), -1 full, k > 0 size
     batch_g: int = 0  # minibatch for ∇g, same convention
+    lam_smoothing: float = -1.0  # s > 0: λ from EMAs (weight s) of ‖∇g‖², ⟨∇F, ∇g⟩, φ; 0 per step; −1 auto
+    split_batch: bool = True  # stochastic g: estimate ‖∇g‖² by ⟨∇g₁, ∇g₂⟩ on two half batches (unbiased)
     pr_mu: float = 1.0  # PR: penalty μ_t = pr_mu / (1 + t/pr_tau)^pr_power added to f as μ_t g
     pr_tau: float = 100.0
     pr_power: float = 1.0
     vr_a: float = 0.1  # VR: STORM weight a in m_t = ∇h(x_t) + (1 − a)(m_{t−1} − ∇h(x_{t−1}))
-    tol_g: float = 1e-5  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
-    tol: float = 0.0  # relative KKT tolerance (0: ctx.tol or 1e-4), never below the dtype's rounding floor
+    tol_g: float = 1e-4  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
     max_iter: int = 100000  # used when ctx.max_iter is None
     lipschitz_iters: int = 15  # power iterations for L_f, L_g
     report_every: int = 10  # iterations between history rows / convergence checks
     trace_points: int = 200
-    eval_samples: int = 20000  # monitoring evaluations use at most this many (fixed) samples
+    eval_samples: int = 4096  # monitoring evaluations use at most this many (fixed) samples
 
 
 class SDBPG(Backend):
@@ -325,7 +329,7 @@ def validate(o: SDBPGOptions) -> None:
             raise OptionError(key, f"option '{key}' of 'sdbpg' must be one of {', '.join(allowed)}, "
                                    f"got {getattr(o, key)!r}")
     if not (0.0 <= o.momentum < 1.0 or o.momentum == -1.0):
-        raise OptionError("momentum", "option 'momentum' of 'sdbpg' must be in [0, 1), or −1 for the restarted schedule")
+        raise OptionError("momentum", "option 'momentum' of 'sdbpg' must be in [0, 1), or −1 (automatic)")
     if not 0.0 < o.vr_a <= 1.0:
         raise OptionError("vr_a", "option 'vr_a' of 'sdbpg' must be in (0, 1]")
     if o.lam_target <= 0 or o.lam_growth < 1.0 or o.alpha < 0 or o.step < 0 or o.step_scale <= 0:
@@ -344,9 +348,11 @@ class _Run:
         self.of = Oracle(problem.upper, self.flat, ctx, o.batch_f, self.gen_f)
         self.og = Oracle(problem.lower, self.flat, ctx, o.batch_g, self.gen_g)
         # float32 iterates carry ~1e-7 relative rounding, amplified by λ·L_g in the KKT residual
-        self.tol = o.tol or ctx.tol or 1e-4
+        self.tol = ctx.tol or 1e-4  # the common option `tol`
         self.max_iter = ctx.max_iter if ctx.max_iter is not None else o.max_iter
         self.tracer = Tracer(o.trace_points)
+        self.stochastic = self.of.stochastic or self.og.stochastic
+        self.smoothing = o.lam_smoothing if o.lam_smoothing >= 0 else (0.05 if self.stochastic else 0.0)
         self.g_star = problem.lower_optimum
         if o.phi == "gap" and self.g_star is None:
             from optlang.errors import OptionError
@@ -385,6 +391,8 @@ class _Run:
         """Momentum weight: constant, or the accelerated schedule k/(k+3) with restarts (momentum < 0)."""
         if self.o.momentum >= 0:
             return self.o.momentum
+        if self.stochastic:  # accelerated momentum accumulates minibatch noise: none by default
+            return 0.0
         return k / (k + 3.0)
 
     def step_size(self, t: int, lam: float, mu: float) -> float:
@@ -408,16 +416,16 @@ class _Run:
         self.Lam = o.lam_target
         self.lower_ok = False
         self.eta0 = o.step if o.step > 0 else o.step_scale / (self.Lf + o.lam_target * self.Lg)
-        _, gg0 = self.og.grad(x, self.eval_g)
-        self.og.calls -= 1  # the start-up norm is monitoring, not an algorithm step
-        self.og.samples -= (len(self.eval_g) if self.eval_g is not None else (self.og.n or 1))
+        with torch.enable_grad():
+            _, gg0 = self._eval_grad(self.og, x, self.eval_g)  # monitoring, not counted
         self.g0_norm = float(torch.linalg.vector_norm(gg0))
         self.start_scale = max(1.0, float(torch.linalg.vector_norm(x)))
         x_prev = x.clone()
         y_prev: torch.Tensor | None = None
         m_f = m_g = None
         lam_max, lam = 0.0, 0.0
-        ema, ema_best, ema_best_t = 1.0, 1.0, 0
+        avg: list[float] | None = None
+        ema, ema_best, ema_best_t, lam_ema = 1.0, 1.0, 0, 0.0
         phase_start = 0
         best = (x.clone(), 0)
         status: Status | None = None
@@ -438,9 +446,20 @@ class _Run:
             y = x + beta * (x - x_prev) if beta > 0 else x
             if beta > 0 and flat.needs_projection:
                 y = flat.project_(y.clone())
-            bf, bg = self.of.draw(), self.og.draw()
+            bf, bg = self.of.draw(), None
             fv, gf = self.of.grad(y, bf)
-            gv, gg = self.og.grad(y, bg)
+            split = o.split_batch and self.og.stochastic and o.variant != "vr" and self.og.batch >= 2
+            if split:
+                # two independent half batches: their mean is the usual estimate, and ⟨∇g₁, ∇g₂⟩ is an
+                # unbiased estimate of ‖∇g‖² (the plain ‖∇g_B‖² is inflated by the minibatch variance)
+                half = self.og.batch // 2
+                gv, gg1 = self.og.grad(y, self.og.draw(half))
+                gv2, gg2 = self.og.grad(y, self.og.draw(half))
+                gv, gg = 0.5 * (gv + gv2), 0.5 * (gg1 + gg2)
+                ng2 = float(gg1 @ gg2)
+            else:
+                bg = self.og.draw()
+                gv, gg = self.og.grad(y, bg)
             if o.variant == "vr":
                 if m_f is not None and y_prev is not None:
                     # STORM: correct the previous estimate with the same minibatch at the previous point
@@ -453,7 +472,8 @@ class _Run:
                 m_f, m_g, y_prev = gf, gg, y
             mu = self.mu(t)
             F = gf + mu * gg if mu > 0 else gf
-            ng2 = float(gg @ gg)
+            if not split:
+                ng2 = float(gg @ gg)
             nf2 = float(F @ F)
             inner = float(F @ gg)
             if o.phi == "gap":
@@ -461,8 +481,20 @@ class _Run:
             else:
                 phi = o.alpha * ng2
             rho = self.rho(t, nf2)
-            den = ng2 + rho
-            lam = max(0.0, (phi - inner) / den) if den > 0 else 0.0
+            if self.smoothing > 0:
+                # averaged estimates of ‖∇g‖² and ⟨∇F, ∇g⟩: a ratio of noisy minibatch numbers is biased,
+                # and a λ that jumps every step makes each step minimize a different function
+                s_ = self.smoothing
+                new = (ng2, inner, phi)
+                avg = list(new) if avg is None else [(1 - s_) * a + s_ * b for a, b in zip(avg, new, strict=True)]
+                ng2_, inner_, phi_ = avg
+            else:
+                ng2_, inner_, phi_ = ng2, inner, phi
+            den = ng2_ + rho
+            num = phi_ - inner_
+            if den <= 0.0:  # only an unperturbed split estimate can get here: the barrier is undefined
+                den = 1e-30 * max(nf2, 1e-30)
+            lam = max(0.0, num / den)
             if not math.isfinite(lam):
                 status, note = Status.DIVERGED, "the multiplier is not finite (‖∇g‖² + ρ = 0 with ⟨∇f, ∇g⟩ ≠ 0)"
                 break
@@ -480,13 +512,17 @@ class _Run:
             x_prev, x = x, x_new
             t += 1
             # stall rule: when the direction has (relatively) vanished, raise the multiplier level
-            rel = math.sqrt(float(d @ d)) / max(math.sqrt(nf2), lam * math.sqrt(ng2), 1e-30)
+            rel = math.sqrt(float(d @ d)) / max(math.sqrt(nf2), 1e-30)
             ema = 0.9 * ema + 0.1 * rel
             if ema < 0.9 * ema_best:
                 ema_best, ema_best_t = ema, t
-            stalled = ema < o.stall_ratio or t - ema_best_t >= o.patience  # small, or no longer shrinking
+            # the phase ends when λ presses against the level Λ the perturbation allows (bind_frac), the
+            # step EMA is tiny, or that EMA has stopped shrinking (patience)
+            lam_ema = lam if t - phase_start <= 1 else 0.9 * lam_ema + 0.1 * lam
+            binding = o.bind_frac > 0 and lam_ema >= o.bind_frac * self.Lam
+            stalled = binding or ema < o.stall_ratio or t - ema_best_t >= o.patience
             if (o.perturbation and o.rho_rule == "stall" and t - phase_start >= o.min_phase and stalled
-                    and not self.lower_ok and self.Lam < o.lam_cap):
+                    and self.Lam < o.lam_cap and not self._lower_ok_now(x)):
                 self.Lam *= o.lam_growth
                 self.phases += 1
                 phase_start, ema, k_mom = t, 1.0, 0
@@ -546,6 +582,15 @@ class _Run:
         self.lower_ok = ok_g
         ok_f = kkt <= self.kkt_tol(lam_hat, float(torch.linalg.vector_norm(gf)), float(torch.linalg.vector_norm(x)))
         return ok_g and ok_f, row
+
+    def _lower_ok_now(self, x: torch.Tensor) -> bool:
+        """Fresh lower-level test (monitoring subset) before raising Λ, so Λ never overshoots on stale news."""
+        with torch.enable_grad():
+            _, gg = self._eval_grad(self.og, x, self.eval_g)
+        with torch.no_grad():
+            pg = self.flat.project_(x - gg) if self.flat.needs_projection else x - gg
+            self.lower_ok = float(torch.linalg.vector_norm(x - pg)) <= self.o.tol_g * max(1.0, self.g0_norm)
+        return self.lower_ok
 
     def kkt_tol(self, lam_hat: float, nf: float, nx: float) -> float:
         """tol·max(1, ‖∇f‖), raised to the rounding floor 2·eps·(L_f + λ̂L_g)·‖x‖ of the working dtype."""

@@ -17,11 +17,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from optlang.backends.torch_vars import finite, project
-from optlang.problem import MinimaxProblem, Variable
+from optlang.backends.torch_vars import finite
+from optlang.backends.torch_vars import project as _project
+from optlang.problem import Domain, MinimaxProblem, Variable
 
 Fn = Callable[..., torch.Tensor]
 Tensors = dict[str, torch.Tensor]
+
+
+def project(domain: Domain, x: torch.Tensor) -> torch.Tensor:
+    """torch_vars.project, with simplex inputs shifted by their max first (the projection is shift-invariant).
+
+    torch_vars' sort-and-cumsum loses the threshold in float32 once entries reach ~1e7 (u₀ − (u₀ − 1)
+    rounds to 0 and no index qualifies); after the shift the largest entry is 0 and index 0 always does.
+    """
+    if domain.kind == "simplex":
+        return _project(domain, x - x.max())
+    return _project(domain, x)
 
 
 def value_and_grads(
@@ -50,7 +62,10 @@ def mapping_sq(variables: Iterable[Variable], values: Mapping[str, torch.Tensor]
             total += float(torch.sum(g * g))
         else:
             x = values[v.name].detach()
-            d = x - project(v.domain, x - sign * g)
+            step = x - sign * g
+            if not math.isfinite(float(torch.sum(step * step))):
+                return math.inf
+            d = x - project(v.domain, step)
             total += float(torch.sum(d * d))
     return total
 
@@ -106,13 +121,15 @@ def inner_solve(
         return {v.name: project(v.domain, point[v.name] + s * g[v.name]) for v in variables}
 
     y = {k: start[k].detach().clone() for k in names}
-    hy, _ = h(y)
+    hy, gy = h(y)
     w = {k: t.clone() for k, t in y.items()}
-    theta, s = 1.0, 1.0
+    theta, s = 1.0, _initial_step(h, y, gy)
     start_norm = math.sqrt(sq_norm(y))
-    residual, converged, unbounded, it = math.inf, False, False, 0
-    for it in range(1, max_iter + 1):
+    residual, converged, unbounded, it, calm = math.inf, False, False, 0, 0
+    while it < max_iter:
+        it += 1
         hw, gw = h(w)
+        clean = True
         for _ in range(60):  # backtracking on the ascent condition of a 1/s-smooth function
             yn = step(w, gw, s)
             d = {k: yn[k] - w[k] for k in names}
@@ -120,26 +137,40 @@ def inner_solve(
             lin = sum(float(torch.sum(gw[k] * d[k])) for k in names)
             if hn >= hw + lin - sq_norm(d) / (2 * s) - 1e-12 * (1 + abs(hw)):
                 break
-            s *= 0.5
+            s, clean = 0.5 * s, False
+        calm = calm + 1 if clean else 0
+        if s < 1e-30:  # the step collapsed (rounding at a flat point): stop, unconverged
+            break
         residual = math.sqrt(sq_norm(d)) / s
         if not (finite(hn) and all(finite(t) for t in yn.values())):
             unbounded = True
             break
         if hn < hy and theta > 1.0:  # function-value restart: drop the momentum, keep the better point
-            theta, w = 1.0, {k: t.clone() for k, t in y.items()}
-            s *= 0.5
+            theta, w, calm = 1.0, {k: t.clone() for k, t in y.items()}, 0
             continue
         theta_n = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * theta * theta))
         w = {k: yn[k] + ((theta - 1.0) / theta_n) * (yn[k] - y[k]) for k in names}
         y, hy, theta = yn, hn, theta_n
-        s *= 1.2
-        if residual <= tol:
+        if calm >= 10:  # ten clean steps: probe a longer one (lets linear directions run away fast)
+            s, calm = 2.0 * s, 0
+        if residual <= tol and s > 1e-20:  # a collapsed step proves nothing
             converged = True
             break
         if math.sqrt(sq_norm(y)) > 1e8 * (1.0 + start_norm) or abs(hy) > 1e30:
             unbounded = True
             break
     return InnerResult(y, sgn * hy, it, residual, converged, unbounded)
+
+
+def _initial_step(h: Callable[..., tuple[float, Tensors]], y: Tensors, g: Tensors) -> float:
+    """1/L from the gradient change along a small random direction (backtracking corrects it)."""
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    d = {k: torch.randn(t.shape, generator=gen, dtype=t.dtype).to(t.device) for k, t in y.items()}
+    scale = 1e-4 * (1.0 + math.sqrt(sq_norm(y))) / (math.sqrt(sq_norm(d)) or 1.0)
+    _, g2 = h({k: y[k] + scale * d[k] for k in y})
+    change = math.sqrt(sq_norm({k: g2[k] - g[k] for k in g}))
+    lip = change / (scale * math.sqrt(sq_norm(d)) or 1.0)
+    return 1.0 / lip if math.isfinite(lip) and lip > 1e-12 else 1.0
 
 
 @dataclass
@@ -174,8 +205,10 @@ def curvature_check(
             names = [v.name for v in variables]
             for _ in range(dirs):
                 leaves = {k: t.detach().clone().requires_grad_(k in names) for k, t in base.items()}
-                vec = {k: torch.randn(leaves[k].shape, generator=gen, dtype=leaves[k].dtype).to(leaves[k].device)
-                       for k in names}
+                vec = {
+                    k: torch.randn(leaves[k].shape, generator=gen, dtype=leaves[k].dtype).to(leaves[k].device)
+                    for k in names
+                }
                 nrm = math.sqrt(sq_norm(vec)) or 1.0
                 with torch.enable_grad():
                     out = fn(leaves).reshape(())

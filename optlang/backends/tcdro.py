@@ -78,10 +78,8 @@ def linear_residuals(problem: DROProblem, values: dict[str, np.ndarray]) -> np.n
 
 
 def resolve_mix(mix: str, base: str) -> str:
-    """The region weighting an 'auto' option means: adaptive for χ², empirical for KL."""
-    if mix != "auto":
-        return mix
-    return "adaptive" if base == "chi2" else "empirical"
+    """The region weighting an 'auto' option means: the robust (two-level χ²) mix for any base."""
+    return "robust" if mix == "auto" else mix
 
 
 def _divergence(base: str, q: np.ndarray) -> float:
@@ -97,7 +95,7 @@ def solution_report(
     values: dict[str, np.ndarray],
     scheme: str = "quantile",
     rule: str = "count",
-    mix: str = "auto",
+    mix: str = "robust",
     outer_radius: float = -1.0,
 ) -> tuple[float, dict[str, Any], dict[str, tuple[bool, str]]]:
     """The robust objective recomputed in float64 at `values`, the per-region info and checks.
@@ -133,7 +131,9 @@ def solution_report(
             attained = float(np.mean(res2 * res2)) if lin.loss == "square" else float(np.mean(np.abs(res2)))
             ok = abs(attained - value) <= 1e-7 * max(1.0, abs(value)) and cost <= amb.radius * (1 + 1e-9)
             checks["worst_case_attained"] = (
-                ok, f"shifted-data loss {attained:.10g} vs closed form {value:.10g}, transport cost {cost:.6g}")
+                ok,
+                f"shifted-data loss {attained:.10g} vs closed form {value:.10g}, transport cost {cost:.6g}",
+            )
         return value, info, checks
     losses = np.asarray(problem.loss.value(values), dtype=np.float64).ravel()
     regions = problem_regions(problem, scheme, rule)
@@ -170,13 +170,15 @@ def solution_report(
         if res is not None:
             row["mse"] = float(np.mean(res[idx] ** 2))
         rows.append(row)
-    info.update({
-        "base": base,
-        "regions": rows,
-        "region_weights": mix if regions.k > 1 else "single",
-        "sample_weights": weights_summary(rv.sample_weights),
-        "mean_loss": float(losses.mean()),
-    })
+    info.update(
+        {
+            "base": base,
+            "regions": rows,
+            "region_weights": mix if regions.k > 1 else "single",
+            "sample_weights": weights_summary(rv.sample_weights),
+            "mean_loss": float(losses.mean()),
+        }
+    )
     checks["worst_case_weights"] = (
         worst_gap <= 1e-6 and worst_div <= 0.0,
         f"max |Σqℓ − dual| = {worst_gap:.2e}, max divergence excess = {max(worst_div, 0.0):.2e}",
@@ -191,13 +193,12 @@ class TCDROOptions:
 
     regions: str = "quantile"  # quantile | uniform (equal-width target bins); user edges come from the model
     radius_rule: str = "count"  # count | inverse | density | uniform (see dro_common.region_radii)
-    region_weights: str = "auto"  # auto (adaptive for chi2, empirical for kl) | adaptive | empirical | balanced | robust
+    region_weights: str = "robust"  # robust | adaptive | empirical | balanced (see dro_common.region_mix)
     outer_radius: float = -1.0  # robust region weights: χ² radius over region masses (< 0: the model's radius)
     solver: str = "auto"  # auto | lbfgs | adam
     lr: float = 0.01  # Adam step size
     batch_size: int = 0  # 0: full batch up to full_batch_max samples, else 1024
     full_batch_max: int = 200_000
-    max_iter: int = 500  # L-BFGS iterations or Adam steps (the common max_iter overrides)
     dual: str = "closed_form"  # minibatch duals: closed_form (refreshed exactly) | joint (also trained)
     refresh: int = 0  # minibatch: steps between exact dual refreshes (0: once per epoch)
 
@@ -219,8 +220,10 @@ class TCDRO(Backend):
         if form.constraints:
             return "tcdro handles variable domains only, not general constraints: " + "; ".join(form.constraints)
         if form.ambiguity == "wasserstein" and not form.linear_residual:
-            return ("tcdro solves Wasserstein DRO only for linear models (a loss of the form φ(X @ w + b − y) with φ "
-                    "square or abs), through the closed form; this loss is not of that form")
+            return (
+                "tcdro solves Wasserstein DRO only for linear models (a loss of the form φ(X @ w + b − y) with φ "
+                "square or abs), through the closed form; this loss is not of that form"
+            )
         if form.ambiguity not in (None, "chi2", "kl", "wasserstein", "target_conditional"):
             return f"tcdro does not know the ambiguity set '{form.ambiguity}'"
         return None
@@ -235,8 +238,14 @@ class TCDRO(Backend):
         check_choice(self.name, "solver", o.solver, ("auto", "lbfgs", "adam"))
         check_choice(self.name, "dual", o.dual, ("closed_form", "joint"))
         amb = problem.ambiguity
-        cfg = TrainConfig(solver=o.solver, lr=o.lr, batch_size=o.batch_size, full_batch_max=o.full_batch_max,
-                          max_iter=o.max_iter, dual=o.dual, refresh=o.refresh)
+        cfg = TrainConfig(
+            solver=o.solver,
+            lr=o.lr,
+            batch_size=o.batch_size,
+            full_batch_max=o.full_batch_max,
+            dual=o.dual,
+            refresh=o.refresh,
+        )
         if amb.kind == "wasserstein":
             if problem.linear is None:
                 return RawSolution(Status.ERROR, {}, info={"error": "wasserstein needs a linear-residual loss"})
@@ -253,19 +262,31 @@ class TCDRO(Backend):
             base = base_divergence(problem)
             mix = resolve_mix(o.region_weights, base)
             if mix == "adaptive" and base != "chi2":
-                raise OptionError("region_weights", "region_weights 'adaptive' is defined for the chi2 base only",
-                                  hint="use empirical, balanced or robust with kl")
-            objective = RegionObjective(fn, regions, base, mix, outer,
-                                        ctx.device, ctx.dtype, chunk=max(o.batch_size, 65536))
+                raise OptionError(
+                    "region_weights",
+                    "region_weights 'adaptive' is defined for the chi2 base only",
+                    hint="use empirical, balanced or robust with kl",
+                )
+            objective = RegionObjective(
+                fn, regions, base, mix, outer, ctx.device, ctx.dtype, chunk=max(o.batch_size, 65536)
+            )
         out = train(problem, objective, ctx, cfg)
-        value, info, checks = solution_report(problem, out.values, o.regions, o.radius_rule, o.region_weights,
-                                              o.outer_radius)
+        value, info, checks = solution_report(
+            problem, out.values, o.regions, o.radius_rule, o.region_weights, o.outer_radius
+        )
         info["solver"] = out.solver
         status = out.status
         if not np.isfinite(value):
             status = Status.DIVERGED
-        return RawSolution(status, out.values, objective=float(value), iterations=out.iterations,
-                           history=list(ctx.history), info=info, checks=checks)
+        return RawSolution(
+            status,
+            out.values,
+            objective=float(value),
+            iterations=out.iterations,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )
 
     def _wasserstein_square_p1(self, problem: DROProblem, ctx: RunContext) -> RawSolution:
         """Square loss in a type-1 Wasserstein ball: any w ≠ 0 has an infinite worst case, so w = 0."""
@@ -276,8 +297,11 @@ class TCDRO(Backend):
             values[v.name] = np.zeros(v.shape)
         wvar = next(v for v in problem.variables if v.name == lin.weight)
         if not wvar.domain.contains(values[lin.weight]):
-            return RawSolution(Status.INFEASIBLE, {}, info={
-                "error": "square loss in a type-1 Wasserstein ball is finite only at w = 0, outside w's domain"})
+            return RawSolution(
+                Status.INFEASIBLE,
+                {},
+                info={"error": "square loss in a type-1 Wasserstein ball is finite only at w = 0, outside w's domain"},
+            )
         if lin.bias is not None:
             bvar = next(v for v in problem.variables if v.name == lin.bias)
             values[lin.bias] = bvar.domain.project_np(np.full(bvar.shape, float(np.mean(lin.y))))
@@ -285,7 +309,9 @@ class TCDRO(Backend):
             if v.name not in (lin.weight, lin.bias):
                 values[v.name] = v.initial(ctx.generator())
         value, info, checks = solution_report(problem, values)
-        info["note"] = ("square loss with p = 1: the worst case is +inf for every w != 0 (mass moved far away), "
-                        "so the robust solution is w = 0 and the bias fits the mean target")
+        info["note"] = (
+            "square loss with p = 1: the worst case is +inf for every w != 0 (mass moved far away), "
+            "so the robust solution is w = 0 and the bias fits the mean target"
+        )
         ctx.report(value)
         return RawSolution(Status.OPTIMAL, values, objective=value, info=info, checks=checks, history=list(ctx.history))

@@ -49,14 +49,32 @@ def rich_table(obj: Any) -> Any:
         for h in ("backend", "models", "reached best", "fastest", "ρ(1)", "ρ(2)", "ρ(10)", "median gap", "errors"):
             t.add_column(h, justify="left" if h == "backend" else "right")
         for r in obj.backend_table():
-            t.add_row(r["backend"], str(r["models"]), str(r["reached_best"]), str(r["fastest"]), f"{r['rho_1']:.2f}",
-                      f"{r['rho_2']:.2f}", f"{r['rho_10']:.2f}", fmt.pct(r["median_gap"]), str(r["error_runs"]))
+            t.add_row(
+                r["backend"],
+                str(r["models"]),
+                str(r["reached_best"]),
+                str(r["fastest"]),
+                f"{r['rho_1']:.2f}",
+                f"{r['rho_2']:.2f}",
+                f"{r['rho_10']:.2f}",
+                fmt.pct(r["median_gap"]),
+                str(r["error_runs"]),
+            )
         return t
     t = Table(title=f"{obj.model} ({obj.kind}, {obj.sense}): {obj.repeats} repeat(s)")
     for h in ("backend", "ok", "status", "best", "median", "bound", "gap", "time", "checks", "flag"):
         t.add_column(h, justify="left" if h in ("backend", "status", "flag") else "right", overflow="fold")
     for s in obj.summaries():  # compact: the report has spread and time ranges
-        t.add_row(s.backend, f"{s.solved}/{s.runs}", s.status_text or fmt.DASH, fmt.num(s.best, 6),
-                  fmt.num(s.median, 6), fmt.num(s.bound, 6), fmt.pct(s.gap), fmt.seconds(s.time_median),
-                  s.checks_text, "[bold red]CONTRADICTED[/bold red]" if s.flagged else "")
+        t.add_row(
+            s.backend,
+            f"{s.solved}/{s.runs}",
+            s.status_text or fmt.DASH,
+            fmt.num(s.best, 6),
+            fmt.num(s.median, 6),
+            fmt.num(s.bound, 6),
+            fmt.pct(s.gap),
+            fmt.seconds(s.time_median),
+            s.checks_text,
+            "[bold red]CONTRADICTED[/bold red]" if s.flagged else "",
+        )
     return t

@@ -52,8 +52,19 @@ def summary_row(s: BackendSummary) -> list[str]:
     spread = DASH if s.spread is None else num(s.spread)
     if s.stdev is not None:
         spread += f" (sd {num(s.stdev, 3)})"
-    return [s.backend, f"{s.solved}/{s.runs}", s.status_text or DASH, num(s.best), num(s.median), spread,
-            num(s.bound), pct(s.gap), time_range(s), s.checks_text, "CONTRADICTED" if s.flagged else ""]
+    return [
+        s.backend,
+        f"{s.solved}/{s.runs}",
+        s.status_text or DASH,
+        num(s.best),
+        num(s.median),
+        spread,
+        num(s.bound),
+        pct(s.gap),
+        time_range(s),
+        s.checks_text,
+        "CONTRADICTED" if s.flagged else "",
+    ]
 
 
 def cell(v: Any) -> str:

@@ -22,8 +22,10 @@ def _esc(v: Any) -> str:
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-flavoured pipe table (first column left-aligned, the rest right-aligned)."""
-    out = ["| " + " | ".join(_esc(h) for h in header) + " |",
-           "| " + " | ".join(":---" if i == 0 else "---:" for i in range(len(header))) + " |"]
+    out = [
+        "| " + " | ".join(_esc(h) for h in header) + " |",
+        "| " + " | ".join(":---" if i == 0 else "---:" for i in range(len(header))) + " |",
+    ]
     out += ["| " + " | ".join(_esc(v) for v in row) + " |" for row in rows]
     return "\n".join(out)
 
@@ -31,31 +33,65 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def render_comparison(c: Comparison) -> str:
     """The comparison report as Markdown."""
     tl = "none" if c.time_limit is None else f"{c.time_limit:g} s"
-    out = [f"# optlang compare — {c.model}", "",
-           f"kind **{c.kind}** · {c.sense} · repeats **{c.repeats}** (seeds {', '.join(map(str, c.seeds))}) · "
-           f"time limit **{tl}** · device **{c.device}** · {c.created}", ""]
+    out = [
+        f"# optlang compare — {c.model}",
+        "",
+        f"kind **{c.kind}** · {c.sense} · repeats **{c.repeats}** (seeds {', '.join(map(str, c.seeds))}) · "
+        f"time limit **{tl}** · device **{c.device}** · {c.created}",
+        "",
+    ]
     flags = c.contradictions()
     if flags:
         out += ["## Contradictions", ""] + [f"- **CONTRADICTION**: {f.sentence(c.sense)}" for f in flags] + [""]
     elif c.results:
-        out += ["No contradictions: every claimed optimum and bound is consistent with every run's recomputed "
-                "objective.", ""]
+        out += [
+            "No contradictions: every claimed optimum and bound is consistent with every run's recomputed objective.",
+            "",
+        ]
     sums = c.summaries()
-    out += ["## Summary", "", table(fmt.SUMMARY_HEADER, [fmt.summary_row(s) for s in sums]), "",
-            f"Best known objective: **{fmt.num(c.best_objective)}**; tightest claimed bound: "
-            f"**{fmt.num(c.best_bound)}**.", ""]
+    out += [
+        "## Summary",
+        "",
+        table(fmt.SUMMARY_HEADER, [fmt.summary_row(s) for s in sums]),
+        "",
+        f"Best known objective: **{fmt.num(c.best_objective)}**; tightest claimed bound: **{fmt.num(c.best_bound)}**.",
+        "",
+    ]
     for s in sums:
         out += [f"- error ({s.backend}): {e}" for e in s.errors]
     out += [f"- not run ({b}): {r}" for b, r in c.refused.items()]
-    out += ["", "## Convergence", "", table(("backend", "history rows (all runs)", "median time to own best"),
-                                            _convergence_rows(c)), ""]
+    out += [
+        "",
+        "## Convergence",
+        "",
+        table(("backend", "history rows (all runs)", "median time to own best"), _convergence_rows(c)),
+        "",
+    ]
     panel = _panel(c)
     if panel:
         out += panel
-    out += ["## All runs", "", table(("backend", "seed", "status", "objective", "bound", "time", "checks"), [
-        (r.backend, r.seed, r.status.value, fmt.num(r.objective), fmt.num(r.bound), fmt.seconds(r.timing.get("total")),
-         r.info.get("error") or "; ".join(f"{'ok' if ch.passed else 'FAIL'} {ch.name}" for ch in r.checks) or fmt.DASH)
-        for r in c.results]), ""]
+    out += [
+        "## All runs",
+        "",
+        table(
+            ("backend", "seed", "status", "objective", "bound", "time", "checks"),
+            [
+                (
+                    r.backend,
+                    r.seed,
+                    r.status.value,
+                    fmt.num(r.objective),
+                    fmt.num(r.bound),
+                    fmt.seconds(r.timing.get("total")),
+                    r.info.get("error")
+                    or "; ".join(f"{'ok' if ch.passed else 'FAIL'} {ch.name}" for ch in r.checks)
+                    or fmt.DASH,
+                )
+                for r in c.results
+            ],
+        ),
+        "",
+    ]
     if c.plan:
         out += ["## Plan", "", "```", c.plan, "```", ""]
     out += ["## Model source", "", f"`{c.path}`", "", "```", c.source or "(source not available)", "```", ""]
@@ -82,15 +118,35 @@ def _panel(c: Comparison) -> list[str]:
     out: list[str] = []
     if c.kind in ("maxcut", "ising"):
         label = "cut" if c.kind == "maxcut" else "energy"
-        per_seed = [(b, ", ".join(fmt.num(r.objective) for r in c.runs(b) if panels.has_value(r)) or fmt.DASH)
-                    for b in c.backends]
-        out += [f"## {label.capitalize()} distribution over repeats", "",
-                table(("backend", f"{label} per seed"), per_seed), ""]
+        per_seed = [
+            (b, ", ".join(fmt.num(r.objective) for r in c.runs(b) if panels.has_value(r)) or fmt.DASH)
+            for b in c.backends
+        ]
+        out += [
+            f"## {label.capitalize()} distribution over repeats",
+            "",
+            table(("backend", f"{label} per seed"), per_seed),
+            "",
+        ]
     if panels.has_front(c):
-        out += ["## Pareto front", "", table(("backend", "front points (all repeats)", "objectives"), [
-            (b, sum(len(panels.front_points(r)[1]) for r in c.runs(b)),
-             ", ".join(next((panels.front_points(r)[0] for r in c.runs(b) if panels.front_points(r)[0]), [])))
-            for b in c.backends]), ""]
+        out += [
+            "## Pareto front",
+            "",
+            table(
+                ("backend", "front points (all repeats)", "objectives"),
+                [
+                    (
+                        b,
+                        sum(len(panels.front_points(r)[1]) for r in c.runs(b)),
+                        ", ".join(
+                            next((panels.front_points(r)[0] for r in c.runs(b) if panels.front_points(r)[0]), [])
+                        ),
+                    )
+                    for b in c.backends
+                ],
+            ),
+            "",
+        ]
     if panels.has_regions(c):
         out += ["## Per-region errors", ""]
         for b in c.backends:
@@ -98,28 +154,77 @@ def _panel(c: Comparison) -> list[str]:
             rows = panels.region_rows(r) if r else []
             if rows:
                 cols = list(rows[0])
-                out += [f"**{b}** (seed {r.seed})", "", table(cols, [[fmt.cell(row.get(k)) for k in cols]
-                                                                     for row in rows]), ""]
+                out += [
+                    f"**{b}** (seed {r.seed})",
+                    "",
+                    table(cols, [[fmt.cell(row.get(k)) for k in cols] for row in rows]),
+                    "",
+                ]
     return out
 
 
 def render_bench(b: BenchReport) -> str:
     """The suite summary as Markdown (profile values at τ = 1, 2, 10 instead of the plot)."""
-    out = [f"# optlang bench — {b.suite}", "",
-           f"{len(b.models)} models · backends {', '.join(b.backends)} · seeds {', '.join(map(str, b.seeds))} · "
-           f"time limit {'none' if b.time_limit is None else f'{b.time_limit:g} s'} · device {b.device} · "
-           f"{len(b.rows)} runs · {b.created}", "", "## Backends", ""]
-    out.append(table(("backend", "models", "reached best", "fastest", "ρ(1)", "ρ(2)", "ρ(10)", "median gap",
-                      "failed models", "error runs", "runs"),
-                     [(r["backend"], r["models"], r["reached_best"], r["fastest"], f"{r['rho_1']:.2f}",
-                       f"{r['rho_2']:.2f}", f"{r['rho_10']:.2f}", fmt.pct(r["median_gap"]), r["failed_models"],
-                       r["error_runs"], r["runs"]) for r in b.backend_table()]))
-    out += ["", "ρ(τ): share of models on which the backend reached the best objective found within τ × the "
-            "fastest backend's time (Dolan–Moré).", "", "## Models", "",
-            table(["model", "kind", "best known", *b.backends], b.model_table()), "",
-            "cells: best / median objective over seeds (median total time).", ""]
-    errs = [(b.model(mid).name, r.backend, r.seed, r.info.get("error", "")) for mid, r in b.rows
-            if r.status.value == "error"]
+    out = [
+        f"# optlang bench — {b.suite}",
+        "",
+        f"{len(b.models)} models · backends {', '.join(b.backends)} · seeds {', '.join(map(str, b.seeds))} · "
+        f"time limit {'none' if b.time_limit is None else f'{b.time_limit:g} s'} · device {b.device} · "
+        f"{len(b.rows)} runs · {b.created}",
+        "",
+        "## Backends",
+        "",
+    ]
+    out.append(
+        table(
+            (
+                "backend",
+                "models",
+                "reached best",
+                "fastest",
+                "ρ(1)",
+                "ρ(2)",
+                "ρ(10)",
+                "median gap",
+                "failed models",
+                "error runs",
+                "runs",
+            ),
+            [
+                (
+                    r["backend"],
+                    r["models"],
+                    r["reached_best"],
+                    r["fastest"],
+                    f"{r['rho_1']:.2f}",
+                    f"{r['rho_2']:.2f}",
+                    f"{r['rho_10']:.2f}",
+                    fmt.pct(r["median_gap"]),
+                    r["failed_models"],
+                    r["error_runs"],
+                    r["runs"],
+                )
+                for r in b.backend_table()
+            ],
+        )
+    )
+    out += [
+        "",
+        "ρ(τ): share of the models it ran on where the backend reached the best objective found within τ × the "
+        "fastest backend's time (Dolan–Moré).",
+        "",
+        "## Models",
+        "",
+        table(["model", "kind", "best known", *b.backends], b.model_table()),
+        "",
+        "cells: best / median objective over seeds (median total time).",
+        "",
+    ]
+    errs = [
+        (b.model(mid).name, r.backend, r.seed, r.info.get("error", ""))
+        for mid, r in b.rows
+        if r.status.value == "error"
+    ]
     if errs:
         out += ["## Errors", "", table(("model", "backend", "seed", "error"), errs), ""]
     out += ["## Environment", "", table(("item", "value"), [(k, fmt.cell(v)) for k, v in b.environment.items()]), ""]

@@ -25,8 +25,11 @@ MAX_GRID = 240
 # ----------------------------------------------------------------------------- convergence
 def run_trace(r: Result, column: int) -> list[tuple[float, float]]:
     """(time, value) points of one run: history column 1 = objective, 2 = bound; final value appended."""
-    pts = [(float(row[0]), float(row[column])) for row in r.history
-           if row[column] is not None and math.isfinite(float(row[column])) and math.isfinite(float(row[0]))]
+    pts = [
+        (float(row[0]), float(row[column]))
+        for row in r.history
+        if row[column] is not None and math.isfinite(float(row[column])) and math.isfinite(float(row[0]))
+    ]
     final = r.objective if column == 1 else r.bound
     t_end = r.timing.get("solve", r.timing.get("total"))
     if final is not None and math.isfinite(final):
@@ -48,8 +51,9 @@ def time_grid(traces: Sequence[list[tuple[float, float]]], log: bool) -> list[fl
     return [lo + (hi - lo) * i / (MAX_GRID - 1) for i in range(MAX_GRID)]
 
 
-def band(traces: Sequence[list[tuple[float, float]]], grid: Sequence[float]) -> tuple[list[float], list[float],
-                                                                                      list[float], list[float]]:
+def band(
+    traces: Sequence[list[tuple[float, float]]], grid: Sequence[float]
+) -> tuple[list[float], list[float], list[float], list[float]]:
     """Median, min and max over runs at each grid time (a run holds its last value; absent before its start)."""
     xs, med, lo, hi = [], [], [], []
     for t in grid:
@@ -74,9 +78,10 @@ def band(traces: Sequence[list[tuple[float, float]]], grid: Sequence[float]) -> 
 def convergence_svg(c: Comparison, width: int = 760, height: int = 380) -> str:
     """Objective (solid) and bound (dashed) against time, one colour per backend, min–max bands over repeats."""
     obj_traces = {b: [run_trace(r, 1) for r in c.runs(b)] for b in c.backends}
-    bnd_traces = {b: [run_trace(r, 2) for r in c.runs(b) if r.bound is not None or any(h[2] is not None
-                                                                                        for h in r.history)]
-                  for b in c.backends}
+    bnd_traces = {
+        b: [run_trace(r, 2) for r in c.runs(b) if r.bound is not None or any(h[2] is not None for h in r.history)]
+        for b in c.backends
+    }
     all_t = [t for trs in list(obj_traces.values()) + list(bnd_traces.values()) for tr in trs for t, _ in tr]
     pos = [t for t in all_t if t > 0]
     logx = bool(pos) and max(pos) / min(pos) > 100
@@ -88,13 +93,34 @@ def convergence_svg(c: Comparison, width: int = 760, height: int = 380) -> str:
                 continue
             xs, med, lo, hi = band(traces, time_grid(traces, logx))
             many = len(traces) > 1
-            series.append(svg.Series(label, xs, med, svg.color(i), dash, lo if many else None, hi if many else None,
-                                     step=True, markers=len(xs) <= 3))
+            series.append(
+                svg.Series(
+                    label,
+                    xs,
+                    med,
+                    svg.color(i),
+                    dash,
+                    lo if many else None,
+                    hi if many else None,
+                    step=True,
+                    markers=len(xs) <= 3,
+                )
+            )
+    title = f"Convergence ({c.sense}; median line, min–max band over repeats)"
+    if not series:
+        return svg.empty(title, "no run reported a scalar objective or bound over time", width)
     ys = [y for s in series for y in list(s.ys) + list(s.lo or []) + list(s.hi or [])]
     ylim = robust_limits(ys)
-    return svg.line_chart(series, title=f"Convergence ({c.sense}; median line, min–max band over repeats)",
-                          xlabel="time since solve start (s)", ylabel="objective / bound", logx=logx, ylim=ylim,
-                          width=width, height=height)
+    return svg.line_chart(
+        series,
+        title=title,
+        xlabel="time since solve start (s)",
+        ylabel="objective / bound",
+        logx=logx,
+        ylim=ylim,
+        width=width,
+        height=height,
+    )
 
 
 def robust_limits(ys: Sequence[float]) -> tuple[float, float] | None:
@@ -117,9 +143,14 @@ def distribution_svg(c: Comparison, width: int = 760) -> str:
     groups = [(b, [r.objective for r in c.runs(b) if has_value(r)]) for b in c.backends]
     label = "cut" if c.kind == "maxcut" else ("energy" if c.kind == "ising" else "objective")
     bound = c.best_bound
-    return svg.strip_chart(groups, title=f"{label} over repeats (bar = median" +
-                           ("; dashed = tightest bound)" if bound is not None else ")"), ylabel=label,
-                           reference=bound, reference_label="tightest claimed bound", width=width)
+    return svg.strip_chart(
+        groups,
+        title=f"{label} over repeats (bar = median" + ("; dashed = tightest bound)" if bound is not None else ")"),
+        ylabel=label,
+        reference=bound,
+        reference_label="tightest claimed bound",
+        width=width,
+    )
 
 
 def front_points(r: Result) -> tuple[list[str], list[list[float]]]:
@@ -156,8 +187,9 @@ def front_svg(c: Comparison, width: int = 760) -> str | None:
     if not names:
         return None
     extra = f" (first two of {len(names)} objectives)" if len(names) > 2 else ""
-    return svg.scatter_chart(groups, title=f"Pareto front{extra}", xlabel=names[0], ylabel=names[1], width=width,
-                             connect=True)
+    return svg.scatter_chart(
+        groups, title=f"Pareto front{extra}", xlabel=names[0], ylabel=names[1], width=width, connect=False
+    )
 
 
 def region_rows(r: Result) -> list[dict[str, Any]]:
@@ -211,12 +243,19 @@ def regions_svg(c: Comparison, width: int = 760) -> str | None:
         if metric is None:
             continue
         categories = categories or [region_label(row, i) for i, row in enumerate(rows)]
-        data.append((b, [float(row.get(metric, math.nan)) if _is_num(row.get(metric)) else math.nan
-                         for row in rows][: len(categories)]))
+        data.append(
+            (
+                b,
+                [float(row.get(metric, math.nan)) if _is_num(row.get(metric)) else math.nan for row in rows][
+                    : len(categories)
+                ],
+            )
+        )
     if not data or metric is None:
         return None
-    return svg.bar_chart(categories, data, title=f"per-region {metric} (best run of each backend)", ylabel=metric,
-                         width=width)
+    return svg.bar_chart(
+        categories, data, title=f"per-region {metric} (best run of each backend)", ylabel=metric, width=width
+    )
 
 
 def _is_num(v: Any) -> bool:

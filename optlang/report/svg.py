@@ -79,8 +79,16 @@ class Axes:
     x: Scale = field(default_factory=lambda: Scale(0, 1, 0, 1))
     y: Scale = field(default_factory=lambda: Scale(0, 1, 0, 1))
 
-    def set_limits(self, xlo: float, xhi: float, ylo: float, yhi: float, logx: bool = False, logy: bool = False,
-                   xbase: float = 10.0) -> None:
+    def set_limits(
+        self,
+        xlo: float,
+        xhi: float,
+        ylo: float,
+        yhi: float,
+        logx: bool = False,
+        logy: bool = False,
+        xbase: float = 10.0,
+    ) -> None:
         self.x = Scale(xlo, xhi, self.left, self.width - self.right, logx, xbase)
         self.y = Scale(ylo, yhi, self.height - self.bottom, self.top, logy)
 
@@ -100,15 +108,20 @@ class Axes:
                 out.append(f'<text class="tick" x="{x0 - 6}" y="{py + 4:.1f}" text-anchor="end">{fmt_tick(t)}</text>')
         out.append(f'<rect class="frame" x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}"/>')
         if self.title:
-            out.append(f'<text class="title" x="{(x0 + x1) / 2:.1f}" y="20" text-anchor="middle">'
-                       f"{escape(self.title)}</text>")
+            out.append(
+                f'<text class="title" x="{(x0 + x1) / 2:.1f}" y="20" text-anchor="middle">{escape(self.title)}</text>'
+            )
         if self.xlabel:
-            out.append(f'<text class="label" x="{(x0 + x1) / 2:.1f}" y="{self.height - 8}" '
-                       f'text-anchor="middle">{escape(self.xlabel)}</text>')
+            out.append(
+                f'<text class="label" x="{(x0 + x1) / 2:.1f}" y="{self.height - 8}" '
+                f'text-anchor="middle">{escape(self.xlabel)}</text>'
+            )
         if self.ylabel:
             cy = (y0 + y1) / 2
-            out.append(f'<text class="label" x="14" y="{cy:.1f}" text-anchor="middle" '
-                       f'transform="rotate(-90 14 {cy:.1f})">{escape(self.ylabel)}</text>')
+            out.append(
+                f'<text class="label" x="14" y="{cy:.1f}" text-anchor="middle" '
+                f'transform="rotate(-90 14 {cy:.1f})">{escape(self.ylabel)}</text>'
+            )
         return out
 
     def wrap(self, body: list[str], legend: list[tuple[str, str, str]] | None = None) -> str:
@@ -156,13 +169,17 @@ def reserve_legend(ax: Axes, names: Sequence[str]) -> None:
 
 def _legend(entries: list[tuple[str, str, str]], xr: float, y: float) -> list[str]:
     width = legend_width([n for n, _, _ in entries])
-    out = [f'<rect x="{xr - width:.1f}" y="{y:.1f}" width="{width:.1f}" height="{16 * len(entries) + 6}" '
-           f'fill="white" fill-opacity="0.85" stroke="#ccc"/>']
+    out = [
+        f'<rect x="{xr - width:.1f}" y="{y:.1f}" width="{width:.1f}" height="{16 * len(entries) + 6}" '
+        f'fill="white" fill-opacity="0.85" stroke="#ccc"/>'
+    ]
     for i, (name, col, dash) in enumerate(entries):
         yy = y + 13 + 16 * i
         da = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(f'<line x1="{xr - width + 6:.1f}" y1="{yy - 4:.1f}" x2="{xr - width + 24:.1f}" y2="{yy - 4:.1f}" '
-                   f'stroke="{col}" stroke-width="2.5"{da}/>')
+        out.append(
+            f'<line x1="{xr - width + 6:.1f}" y1="{yy - 4:.1f}" x2="{xr - width + 24:.1f}" y2="{yy - 4:.1f}" '
+            f'stroke="{col}" stroke-width="2.5"{da}/>'
+        )
         out.append(f'<text class="legend" x="{xr - width + 28:.1f}" y="{yy:.1f}">{escape(name)}</text>')
     return out
 
@@ -204,8 +221,8 @@ def fmt_tick(v: float) -> str:
     if v == 0:
         return "0"
     a = abs(v)
-    if a >= 1e5 or a < 1e-3:
-        return f"{v:.2g}"
+    if a >= 1e4 or a < 1e-3:
+        return f"{v:.3g}"
     return f"{v:.4g}"
 
 
@@ -240,17 +257,29 @@ def _path(points: list[tuple[float, float]], step: bool) -> str:
 
 def empty(title: str, message: str, width: int = 640, height: int = 120) -> str:
     """A placeholder chart saying why there is nothing to plot."""
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>'
-            f'{STYLE}<text class="title" x="{width / 2}" y="22" text-anchor="middle">{escape(title)}</text>'
-            f'<text class="empty" x="{width / 2}" y="{height / 2 + 10}" text-anchor="middle">{escape(message)}</text>'
-            "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>'
+        f'{STYLE}<text class="title" x="{width / 2}" y="22" text-anchor="middle">{escape(title)}</text>'
+        f'<text class="empty" x="{width / 2}" y="{height / 2 + 10}" text-anchor="middle">{escape(message)}</text>'
+        "</svg>"
+    )
 
 
 # ----------------------------------------------------------------------------- charts
-def line_chart(series: Sequence[Series], title: str = "", xlabel: str = "", ylabel: str = "", logx: bool = False,
-               logy: bool = False, xbase: float = 10.0, xlim: tuple[float, float] | None = None,
-               ylim: tuple[float, float] | None = None, width: int = 640, height: int = 340) -> str:
+def line_chart(
+    series: Sequence[Series],
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    logx: bool = False,
+    logy: bool = False,
+    xbase: float = 10.0,
+    xlim: tuple[float, float] | None = None,
+    ylim: tuple[float, float] | None = None,
+    width: int = 640,
+    height: int = 340,
+) -> str:
     """Curves with optional shaded min–max bands; log axes drop non-positive points."""
     pts = [s for s in series if len(s.xs)]
     if not pts:
@@ -271,8 +300,11 @@ def line_chart(series: Sequence[Series], title: str = "", xlabel: str = "", ylab
     body: list[str] = []
     for s in pts:
         if s.lo is not None and s.hi is not None:
-            band = [(ax.x(x), ax.y(lo), ax.y(hi)) for x, lo, hi in zip(s.xs, s.lo, s.hi, strict=False)
-                    if ok(x, lo) and ok(x, hi)]
+            band = [
+                (ax.x(x), ax.y(lo), ax.y(hi))
+                for x, lo, hi in zip(s.xs, s.lo, s.hi, strict=False)
+                if ok(x, lo) and ok(x, hi)
+            ]
             if len(band) >= 2:
                 upper = [(x, h) for x, _, h in band]
                 lower = [(x, lo) for x, lo, _ in reversed(band)]
@@ -288,8 +320,10 @@ def line_chart(series: Sequence[Series], title: str = "", xlabel: str = "", ylab
         if len(p) == 1:
             body.append(f'<circle cx="{p[0][0]:.1f}" cy="{p[0][1]:.1f}" r="3.5" fill="{s.color}"/>')
         else:
-            body.append(f'<path d="{_path(p, s.step)}" fill="none" stroke="{s.color}" stroke-width="2"{da}>'
-                        f"<title>{escape(s.name)}</title></path>")
+            body.append(
+                f'<path d="{_path(p, s.step)}" fill="none" stroke="{s.color}" stroke-width="2"{da}>'
+                f"<title>{escape(s.name)}</title></path>"
+            )
         if s.markers:
             body.extend(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{s.color}"/>' for x, y in p)
     legend = [(s.name, s.color, s.dash) for s in pts]
@@ -305,8 +339,15 @@ def _stepify(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-def scatter_chart(groups: Sequence[tuple[str, Sequence[float], Sequence[float]]], title: str = "", xlabel: str = "",
-                  ylabel: str = "", width: int = 640, height: int = 340, connect: bool = False) -> str:
+def scatter_chart(
+    groups: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    width: int = 640,
+    height: int = 340,
+    connect: bool = False,
+) -> str:
     """Points per named group (e.g. a Pareto front per backend); `connect` joins them sorted by x."""
     groups = [g for g in groups if len(g[1])]
     if not groups:
@@ -320,11 +361,15 @@ def scatter_chart(groups: Sequence[tuple[str, Sequence[float], Sequence[float]]]
     shapes = ("circle", "square", "diamond", "triangle")
     for i, (name, gx, gy) in enumerate(groups):
         col = color(i)
-        pts = sorted((ax.x(float(x)), ax.y(float(y))) for x, y in zip(gx, gy, strict=False)
-                     if math.isfinite(x) and math.isfinite(y))
+        pts = sorted(
+            (ax.x(float(x)), ax.y(float(y)))
+            for x, y in zip(gx, gy, strict=False)
+            if math.isfinite(x) and math.isfinite(y)
+        )
         if connect and len(pts) > 1:
-            body.append(f'<path d="{_path(pts, False)}" fill="none" stroke="{col}" stroke-width="1" '
-                        f'stroke-opacity="0.5"/>')
+            body.append(
+                f'<path d="{_path(pts, False)}" fill="none" stroke="{col}" stroke-width="1" stroke-opacity="0.5"/>'
+            )
         body.extend(_marker(shapes[i % len(shapes)], x, y, col, name) for x, y in pts)
     return ax.wrap(body, [(n, color(i), "") for i, (n, _, _) in enumerate(groups)])
 
@@ -334,17 +379,27 @@ def _marker(shape: str, x: float, y: float, col: str, name: str) -> str:
     if shape == "square":
         return f'<rect x="{x - 3:.1f}" y="{y - 3:.1f}" width="6" height="6" fill="{col}" fill-opacity="0.8">{t}</rect>'
     if shape == "diamond":
-        return (f'<path d="M{x:.1f},{y - 4:.1f} L{x + 4:.1f},{y:.1f} L{x:.1f},{y + 4:.1f} L{x - 4:.1f},{y:.1f} Z" '
-                f'fill="{col}" fill-opacity="0.8">{t}</path>')
+        return (
+            f'<path d="M{x:.1f},{y - 4:.1f} L{x + 4:.1f},{y:.1f} L{x:.1f},{y + 4:.1f} L{x - 4:.1f},{y:.1f} Z" '
+            f'fill="{col}" fill-opacity="0.8">{t}</path>'
+        )
     if shape == "triangle":
-        return (f'<path d="M{x:.1f},{y - 4:.1f} L{x + 4:.1f},{y + 3:.1f} L{x - 4:.1f},{y + 3:.1f} Z" '
-                f'fill="{col}" fill-opacity="0.8">{t}</path>')
+        return (
+            f'<path d="M{x:.1f},{y - 4:.1f} L{x + 4:.1f},{y + 3:.1f} L{x - 4:.1f},{y + 3:.1f} Z" '
+            f'fill="{col}" fill-opacity="0.8">{t}</path>'
+        )
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.2" fill="{col}" fill-opacity="0.8">{t}</circle>'
 
 
-def strip_chart(groups: Sequence[tuple[str, Sequence[float]]], title: str = "", ylabel: str = "",
-                reference: float | None = None, reference_label: str = "", width: int = 640,
-                height: int = 300) -> str:
+def strip_chart(
+    groups: Sequence[tuple[str, Sequence[float]]],
+    title: str = "",
+    ylabel: str = "",
+    reference: float | None = None,
+    reference_label: str = "",
+    width: int = 640,
+    height: int = 300,
+) -> str:
     """One column of dots per group (values over repeats), with a median tick and an optional reference line."""
     groups = [g for g in groups if len(g[1])]
     if not groups:
@@ -356,23 +411,32 @@ def strip_chart(groups: Sequence[tuple[str, Sequence[float]]], title: str = "", 
     body: list[str] = []
     if reference is not None and math.isfinite(reference):
         py = ax.y(reference)
-        body.append(f'<line x1="{ax.left}" y1="{py:.1f}" x2="{ax.width - ax.right}" y2="{py:.1f}" stroke="#999" '
-                    f'stroke-dasharray="5,4"><title>{escape(reference_label)}</title></line>')
+        body.append(
+            f'<line x1="{ax.left}" y1="{py:.1f}" x2="{ax.width - ax.right}" y2="{py:.1f}" stroke="#999" '
+            f'stroke-dasharray="5,4"><title>{escape(reference_label)}</title></line>'
+        )
     for i, (name, g) in enumerate(groups):
         cx = ax.x(i + 0.5)
         col = color(i)
         vs = sorted(float(v) for v in g if math.isfinite(v))
         for j, v in enumerate(vs):
             jitter = ((j * 7919) % 11 - 5) * 2.2  # deterministic spread so equal values stay visible
-            body.append(f'<circle cx="{cx + jitter:.1f}" cy="{ax.y(v):.1f}" r="3.5" fill="{col}" fill-opacity="0.7">'
-                        f"<title>{escape(name)}: {v:.10g}</title></circle>")
+            body.append(
+                f'<circle cx="{cx + jitter:.1f}" cy="{ax.y(v):.1f}" r="3.5" fill="{col}" fill-opacity="0.7">'
+                f"<title>{escape(name)}: {v:.10g}</title></circle>"
+            )
         if vs:
             med = vs[len(vs) // 2] if len(vs) % 2 else 0.5 * (vs[len(vs) // 2 - 1] + vs[len(vs) // 2])
-            body.append(f'<line x1="{cx - 18:.1f}" y1="{ax.y(med):.1f}" x2="{cx + 18:.1f}" y2="{ax.y(med):.1f}" '
-                        f'stroke="#222" stroke-width="2"/>')
+            body.append(
+                f'<line x1="{cx - 18:.1f}" y1="{ax.y(med):.1f}" x2="{cx + 18:.1f}" y2="{ax.y(med):.1f}" '
+                f'stroke="#222" stroke-width="2"/>'
+            )
     svg = ax.wrap(body)
-    labels = "".join(f'<text class="tick" x="{ax.x(i + 0.5):.1f}" y="{ax.height - ax.bottom + 16}" '
-                     f'text-anchor="middle">{escape(name)}</text>' for i, (name, _) in enumerate(groups))
+    labels = "".join(
+        f'<text class="tick" x="{ax.x(i + 0.5):.1f}" y="{ax.height - ax.bottom + 16}" '
+        f'text-anchor="middle">{escape(name)}</text>'
+        for i, (name, _) in enumerate(groups)
+    )
     return svg.replace("</svg>", labels + "</svg>")
 
 
@@ -386,8 +450,14 @@ class _CategoryScale(Scale):
         return []
 
 
-def bar_chart(categories: Sequence[str], groups: Sequence[tuple[str, Sequence[float]]], title: str = "",
-              ylabel: str = "", width: int = 640, height: int = 300) -> str:
+def bar_chart(
+    categories: Sequence[str],
+    groups: Sequence[tuple[str, Sequence[float]]],
+    title: str = "",
+    ylabel: str = "",
+    width: int = 640,
+    height: int = 300,
+) -> str:
     """Grouped bars: one group of bars per category, one bar per named series."""
     groups = [g for g in groups if len(g[1])]
     if not groups or not categories:
@@ -409,12 +479,17 @@ def bar_chart(categories: Sequence[str], groups: Sequence[tuple[str, Sequence[fl
                 continue
             x = ax.left + ci * slot + slot * 0.1 + gi * bw
             y = ax.y(v)
-            body.append(f'<rect x="{x:.1f}" y="{min(y, zero):.1f}" width="{max(bw - 1, 1):.1f}" '
-                        f'height="{abs(zero - y):.1f}" fill="{color(gi)}"><title>{escape(name)} '
-                        f'{escape(str(categories[ci]))}: {v:.6g}</title></rect>')
+            body.append(
+                f'<rect x="{x:.1f}" y="{min(y, zero):.1f}" width="{max(bw - 1, 1):.1f}" '
+                f'height="{abs(zero - y):.1f}" fill="{color(gi)}"><title>{escape(name)} '
+                f"{escape(str(categories[ci]))}: {v:.6g}</title></rect>"
+            )
     svg = ax.wrap(body, [(n, color(i), "") for i, (n, _) in enumerate(groups)])
     step = max(1, len(categories) // 12)
-    labels = "".join(f'<text class="tick" x="{ax.x(i + 0.5):.1f}" y="{ax.height - ax.bottom + 16}" '
-                     f'text-anchor="middle">{escape(str(c))}</text>'
-                     for i, c in enumerate(categories) if i % step == 0)
+    labels = "".join(
+        f'<text class="tick" x="{ax.x(i + 0.5):.1f}" y="{ax.height - ax.bottom + 16}" '
+        f'text-anchor="middle">{escape(str(c))}</text>'
+        for i, c in enumerate(categories)
+        if i % step == 0
+    )
     return svg.replace("</svg>", labels + "</svg>")

@@ -1,9 +1,10 @@
 """Max-Cut SDP backends: the learned GNN-SDP proxy, branch and bound on it, and two classical SDP solvers.
 
-Modules: `reduce` (Ising ↔ Max-Cut), `bounds` (dual eigenvalue shift, certificate), `bm`
+Modules: `reduce` (Ising ↔ Max-Cut), `bounds` (dual eigenvalue and Cholesky shifts, certificate), `bm`
 (Burer–Monteiro Riemannian ascent), `model`/`train` (the network and its self-supervised training),
 `proxy` (graph → primal V, certified bound), `gw` (Goemans–Williamson rounding + local search),
-`graphs` (generators and the Gset reader), and one module per backend.
+`graphs` (seeded generators, shared-data path), `common` (refusals, checks shared by the
+backends), and one module per backend: `gnnsdp`, `bnb`, `sdp_cvxpy`, `sdp_bm`.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ class BnBOptions:
     check_every: int = 5  # eigenvalue certificate every this many refinement steps
     enumerate_below: int = 12  # nodes with at most this many vertices are solved by enumeration
     branching: str = "uncertain"  # pair (0, j) with |X_0j| smallest ("uncertain") or largest ("certain")
-    planes: int = 16  # GW hyperplanes per node (256 at the root)
+    planes: int = 8  # GW hyperplanes per node (256 at the root)
     report_every: int = 25  # progress rows every this many nodes
 
 
@@ -63,8 +63,9 @@ class Node:
     depth: int = field(compare=False, default=0)
 
 
-def contract(J: np.ndarray, const: float, rep: np.ndarray, sign: np.ndarray, a: int, b: int,
-             sigma: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
+def contract(
+    J: np.ndarray, const: float, rep: np.ndarray, sign: np.ndarray, a: int, b: int, sigma: float
+) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
     """Impose u_b = σ u_a: J' = PᵀJP with b merged into a; returns (J', const', rep', sign', kept rows)."""
     J = J.copy()
     J[a, :] += sigma * J[b, :]
@@ -141,16 +142,22 @@ class _Search:
             Wd = dense_weights(W, self.ctx.device, self.ctx.dtype)
             warm = node.V if (self.opt.bounder == "proxy" and not root) else None
             res = proxy_solve(
-                Wd, self.gen, model=self.model if root else None, V0=warm,
+                Wd,
+                self.gen,
+                model=self.model if root else None,
+                V0=warm,
                 refine_steps=self.opt.root_refine_steps if root else self.opt.refine_steps,
-                target_gap=self.opt.target_gap, stop_bound=stop_ub, check_every=self.opt.check_every,
-                first_check=self.opt.check_every, should_stop=self.ctx.should_stop,
+                target_gap=self.opt.target_gap,
+                stop_bound=None if root else stop_ub,
+                check_every=self.opt.check_every,
+                first_check=self.opt.check_every,
+                should_stop=self.ctx.should_stop,
             )
             ub, V = res.bound, res.V
         self.bound_seconds += time.perf_counter() - t0
         planes = 256 if root else self.opt.planes
         with torch.no_grad():
-            u, _ = gw_round(sp.csr_matrix(W), V, planes, self.gen, local_search=True)
+            u, _ = gw_round(sp.csr_matrix(W), V, planes, self.gen, local_search=root)  # lifted u is polished
         self.offer(u, node.rep, node.sign)
         return offset - ub, V
 
@@ -183,8 +190,9 @@ class BranchAndBound(Backend):
 
     def solve(self, problem: IsingProblem, options: BnBOptions, ctx: RunContext) -> RawSolution:
         if options.bounder not in ("proxy", "bm", "cvxpy") or options.branching not in ("uncertain", "certain"):
-            return RawSolution(Status.ERROR, {}, info={"error": "bounder must be proxy|bm|cvxpy, "
-                                                                "branching uncertain|certain"})
+            return RawSolution(
+                Status.ERROR, {}, info={"error": "bounder must be proxy|bm|cvxpy, branching uncertain|certain"}
+            )
         mc = to_maxcut(problem)
         if mc.W.nnz == 0:
             return edgeless(problem, mc)
@@ -227,8 +235,7 @@ class BranchAndBound(Backend):
                 heapq.heappush(heap, child)
             if S.nodes % options.report_every < 2:
                 glb = min([x.lb for x in heap] + [S.best])
-                ctx.report(S.best, glb, nodes=S.nodes, open=len(heap),
-                           gap=(S.best - glb) / max(1.0, abs(S.best)))
+                ctx.report(S.best, glb, nodes=S.nodes, open=len(heap), gap=(S.best - glb) / max(1.0, abs(S.best)))
         glb = min([x.lb for x in heap] + [S.best]) if heap else S.best
         closed = not heap or all(x.lb >= S.best - S.slack() for x in heap)
         if closed:
@@ -238,13 +245,32 @@ class BranchAndBound(Backend):
         s = mc.spins(S.best_t)
         e = float(problem.energy(s))
         checks = {
-            "energy_recomputed": (abs(e - S.best) <= 1e-7 * max(1.0, abs(e)),
-                                  f"energy {e:.6f} from J, h vs search value {S.best:.6f}"),
+            "energy_recomputed": (
+                abs(e - S.best) <= 1e-7 * max(1.0, abs(e)),
+                f"energy {e:.6f} from J, h vs search value {S.best:.6f}",
+            ),
             "bound_le_energy": (glb <= e + 1e-9 * max(1.0, abs(e)), f"lower bound {glb:.6f} <= energy {e:.6f}"),
         }
-        info = {"nodes": S.nodes, "pruned": S.pruned, "enumerated": S.enumerated, "open": len(heap),
-                "max_depth": max_depth, "root_bound": root_lb, "gap": (e - glb) / max(1.0, abs(e)),
-                "bound_seconds": S.bound_seconds, "bounder": options.bounder, "cut": mc.offset - e,
-                "integral": S.integral}
-        return RawSolution(status=status, values={"s": s}, objective=e, bound=glb, iterations=S.nodes,
-                           history=list(ctx.history), info=info, checks=checks)
+        info = {
+            "nodes": S.nodes,
+            "pruned": S.pruned,
+            "enumerated": S.enumerated,
+            "open": len(heap),
+            "max_depth": max_depth,
+            "root_bound": root_lb,
+            "gap": (e - glb) / max(1.0, abs(e)),
+            "bound_seconds": S.bound_seconds,
+            "bounder": options.bounder,
+            "cut": mc.offset - e,
+            "integral": S.integral,
+        }
+        return RawSolution(
+            status=status,
+            values={"s": s},
+            objective=e,
+            bound=glb,
+            iterations=S.nodes,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )

@@ -13,7 +13,7 @@ from optlang.problem import IsingProblem
 if TYPE_CHECKING:
     from optlang.analysis import Form
 
-MAX_DENSE_N = 20_000  # dense n × n weights and an O(n³) float64 eigen-certificate
+MAX_DENSE_N = 10_000  # dense n × n weights and an O(n³) float64 eigen-certificate
 
 
 def refuse_maxcut(form: Form, kinds: frozenset[str], max_n: int = MAX_DENSE_N) -> str | None:
@@ -21,13 +21,17 @@ def refuse_maxcut(form: Form, kinds: frozenset[str], max_n: int = MAX_DENSE_N) -
     if form.kind not in kinds:
         return f"solves {', '.join(sorted(kinds))} problems, not {form.kind}"
     if form.constraints:
-        return (f"cannot honour the {len(form.constraints)} general constraint(s) "
-                f"({'; '.join(form.constraints)}): the SDP relaxation has only the ±1 (unit-diagonal) constraints")
+        return (
+            f"cannot honour the {len(form.constraints)} general constraint(s) "
+            f"({'; '.join(form.constraints)}): the SDP relaxation has only the ±1 (unit-diagonal) constraints"
+        )
     if form.degree is not None and form.degree > 2:
         return f"handles quadratic objectives only; this one has degree {form.degree}"
     if form.n_spins > max_n:
-        return (f"works on dense {form.n_spins}×{form.n_spins} matrices with an O(n³) eigenvalue certificate; "
-                f"{form.n_spins} spins is above its limit of {max_n}")
+        return (
+            f"works on dense {form.n_spins}×{form.n_spins} matrices with an O(n³) eigenvalue certificate; "
+            f"{form.n_spins} spins is above its limit of {max_n}"
+        )
     return None
 
 
@@ -36,9 +40,14 @@ def edgeless(problem: IsingProblem, mc: MaxCutForm) -> RawSolution:
     t = np.ones(mc.n)
     s = mc.spins(t)
     e = float(problem.energy(s))
-    return RawSolution(status=Status.OPTIMAL, values={"s": s}, objective=e, bound=e,
-                       info={"cut": 0.0, "sdp_upper_bound": 0.0, "gap": 0.0},
-                       checks={"bound_ge_cut": (True, "no edges: cut 0 = bound 0")})
+    return RawSolution(
+        status=Status.OPTIMAL,
+        values={"s": s},
+        objective=e,
+        bound=e,
+        info={"cut": 0.0, "sdp_upper_bound": 0.0, "gap": 0.0},
+        checks={"bound_ge_cut": (True, "no edges: cut 0 = bound 0")},
+    )
 
 
 def energy_check(problem: IsingProblem, mc: MaxCutForm, s: np.ndarray, cut: float) -> tuple[float, tuple[bool, str]]:

@@ -29,19 +29,36 @@ class GNNSDPOptions:
 
     refine_steps: int = 300  # max Riemannian refinement steps after the forward pass (0: network only)
     target_gap: float = 1e-3  # stop refining once (bound − primal)/primal ≤ this (certified)
-    planes: int = 256  # Goemans–Williamson hyperplanes, rounded in one batch
-    local_search: bool = True  # 1-flip descent on every rounded cut
+    planes: int = 256  # Goemans–Williamson hyperplanes, rounded and scored in one batch
+    polish: int = 16  # the best `polish` roundings get 1-flip local search
+    local_search: bool = True
     shift: str = "uniform"  # dual shift: "uniform" (y + t·1) or "degree" (y + t·p, p ∝ 1 + degree)
     weights: str = ""  # a safetensors file of other trained weights ("" = the shipped ones)
+    forward_bound: bool = False  # also certify the network's own dual before refining (one more eigensolve)
 
 
-def run_proxy(mc: MaxCutForm, ctx: RunContext, refine_steps: int, target_gap: float, shift: str = "uniform",
-              weights: str = "") -> ProxyResult:
+def run_proxy(
+    mc: MaxCutForm,
+    ctx: RunContext,
+    refine_steps: int,
+    target_gap: float,
+    shift: str = "uniform",
+    weights: str = "",
+    certify_forward: bool = False,
+) -> ProxyResult:
     """The proxy on a Max-Cut form, on ctx's device and dtype."""
     Wd = dense_weights(mc.W, ctx.device, ctx.dtype)
     model = load_model(ctx.device, ctx.dtype, weights or None)
-    return proxy_solve(Wd, ctx.torch_generator(), model=model, refine_steps=refine_steps, target_gap=target_gap,
-                       shift=shift, should_stop=ctx.should_stop)
+    return proxy_solve(
+        Wd,
+        ctx.torch_generator(),
+        model=model,
+        refine_steps=refine_steps,
+        target_gap=target_gap,
+        shift=shift,
+        should_stop=ctx.should_stop,
+        certify_forward=certify_forward,
+    )
 
 
 def sdp_bound(problem: IsingProblem, ctx: RunContext) -> float:
@@ -74,10 +91,10 @@ class GNNSDP(Backend):
             return edgeless(problem, mc)
         steps = options.refine_steps if ctx.max_iter is None else min(options.refine_steps, ctx.max_iter)
         target = options.target_gap if ctx.tol is None else ctx.tol
-        res = run_proxy(mc, ctx, steps, target, options.shift, options.weights)
+        res = run_proxy(mc, ctx, steps, target, options.shift, options.weights, options.forward_bound)
         ctx.report(mc.offset - res.primal, mc.offset - res.bound, stage="proxy")
         with torch.no_grad():
-            t, cut = gw_round(mc.W, res.V, options.planes, ctx.torch_generator(), options.local_search)
+            t, cut = gw_round(mc.W, res.V, options.planes, ctx.torch_generator(), options.local_search, options.polish)
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
         lower = mc.offset - res.bound
@@ -86,11 +103,27 @@ class GNNSDP(Backend):
         checks["energy_recomputed"] = echeck
         status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
         info = {
-            "cut": cut, "sdp_upper_bound": res.bound, "sdp_primal": res.primal,
-            "gap": (res.bound - cut) / max(abs(res.bound), 1.0), "sdp_gap": res.gap,
-            "forward_bound": res.forward_bound, "refine_steps": res.refine_steps, "eig_checks": res.checks,
-            "shift": res.dual.shift, "lambda_min_before_shift": res.dual.lam_min,
-            "timings": res.timings, "maxcut_nodes": mc.n, "field_spin": mc.field_spin,
+            "cut": cut,
+            "sdp_upper_bound": res.bound,
+            "sdp_primal": res.primal,
+            "gap": (res.bound - cut) / max(abs(res.bound), 1.0),
+            "sdp_gap": res.gap,
+            "forward_bound": res.forward_bound,
+            "refine_steps": res.refine_steps,
+            "eig_checks": res.checks,
+            "shift": res.dual.shift,
+            "lambda_min_before_shift": res.dual.lam_min,
+            "timings": res.timings,
+            "maxcut_nodes": mc.n,
+            "field_spin": mc.field_spin,
         }
-        return RawSolution(status=status, values={"s": s}, objective=energy, bound=lower,
-                           iterations=res.refine_steps, history=list(ctx.history), info=info, checks=checks)
+        return RawSolution(
+            status=status,
+            values={"s": s},
+            objective=energy,
+            bound=lower,
+            iterations=res.refine_steps,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )

@@ -26,33 +26,40 @@ def gw_round(
     n_planes: int,
     gen: torch.Generator,
     local_search: bool = True,
+    polish: int = 16,
     chunk: int = 256,
     Jt: torch.Tensor | None = None,
 ) -> tuple[np.ndarray, float]:
     """The best cut over `n_planes` hyperplane roundings of V (rows of V are vertices).
 
-    Returns (t, cut): a ±1 vector (numpy float64) and its cut recomputed in float64.
+    All roundings are scored (one batched product); the `polish` best are then refined together
+    by 1-flip descent (the descent costs far more than rounding, and the best roundings usually
+    descend to the best cuts). Returns (t, cut): a ±1 vector (numpy float64), its float64 cut.
     """
     n, k = V.shape
     if n == 0:
         return np.zeros(0), 0.0
     device, dtype = V.device, V.dtype
-    if local_search and Jt is None:
-        Jt = to_torch_csr((W / 4.0).tocsr(), device=device, dtype=dtype)
-    h = torch.zeros(n, device=device, dtype=dtype)
-    best_t, best_cut = np.ones(n), -np.inf
+    Wt = to_torch_csr(W.tocsr(), device=device, dtype=dtype)
+    cands, scores = [], []
     done = 0
     while done < max(1, n_planes):
         b = min(chunk, max(1, n_planes) - done)
         R = torch.randn(k, b, generator=gen, device=gen.device, dtype=dtype).to(device)
         S = torch.sign(V @ R).T.contiguous()
         S[S == 0] = 1.0
-        if local_search:
-            S = one_flip_descent(Jt, h, S)
-        Sn = S.detach().to("cpu", torch.float64).numpy()
-        cuts = cuts_of(W, Sn)
-        j = int(np.argmax(cuts))
-        if cuts[j] > best_cut:
-            best_cut, best_t = float(cuts[j]), Sn[j].copy()
+        scores.append(-(S * (Wt @ S.T).T).sum(1))  # cut = (ΣW − sᵀWs)/4: rank by −sᵀWs
+        cands.append(S)
         done += b
-    return best_t, best_cut
+    S = torch.cat(cands)
+    order = torch.argsort(torch.cat(scores), descending=True)
+    S = S[order[: max(1, polish)]].contiguous() if local_search else S[order[:1]]
+    if local_search:
+        if Jt is None:
+            Jt = to_torch_csr((W / 4.0).tocsr(), device=device, dtype=dtype)
+        h = torch.zeros(n, device=device, dtype=dtype)
+        S = one_flip_descent(Jt, h, S)
+    Sn = S.detach().to("cpu", torch.float64).numpy()
+    cuts = cuts_of(W, Sn)
+    j = int(np.argmax(cuts))
+    return Sn[j].copy(), float(cuts[j])

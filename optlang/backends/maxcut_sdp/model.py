@@ -67,8 +67,12 @@ class GNNSDP(nn.Module):
         mean = dabs.mean().clamp_min(1e-30)
         cnt = (Wd != 0).sum(1).to(Wd.dtype)
         f = torch.stack(
-            [torch.log1p(dabs / mean), dsig / dabs.clamp_min(1e-30), torch.log1p(cnt) / 5.0,
-             torch.full_like(dabs, 1.0 / (1.0 + torch.log1p(torch.tensor(float(n))).item()))],
+            [
+                torch.log1p(dabs / mean),
+                dsig / dabs.clamp_min(1e-30),
+                torch.log1p(cnt) / 5.0,
+                torch.full_like(dabs, 1.0 / (1.0 + torch.log1p(torch.tensor(float(n))).item())),
+            ],
             1,
         )
         dev = gen.device if gen is not None else Wd.device

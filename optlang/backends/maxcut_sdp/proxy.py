@@ -7,6 +7,7 @@ both made feasible in float64 (bounds.shift_dual), so it is valid whatever the w
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 import torch
 
 from optlang.backends.maxcut_sdp.bm import bm_ascent, default_rank, pad_rank, random_factor
-from optlang.backends.maxcut_sdp.bounds import DualBound, cs_dual, primal_value, shift_dual
+from optlang.backends.maxcut_sdp.bounds import DualBound, cs_dual, primal_value, shift_dual, try_shift
 from optlang.backends.maxcut_sdp.model import GNNSDP, load_weights
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "gnnsdp.safetensors"
@@ -54,6 +55,21 @@ class ProxyResult:
         return (self.dual.bound - self.primal) / max(abs(self.primal), 1.0)
 
 
+def next_check(it: int, gap: float, state: dict, target_gap: float, check_every: int) -> int:
+    """When to pay for the next O(n³) certificate: every `check_every` steps when positive, else
+    where the log-linear trend of the last two certified gaps reaches 0.9·target (clamped to
+    [it + 3, 2·it]); doubling while there is no trend yet."""
+    if check_every > 0:
+        return it + check_every
+    prev = state.get("last")
+    state["last"] = (it, gap)
+    if prev is None or target_gap <= 0 or gap <= 0 or prev[1] <= gap:
+        return 2 * it
+    slope = (math.log(gap) - math.log(prev[1])) / (it - prev[0])
+    need = math.log(0.9 * target_gap / gap) / slope
+    return it + int(min(max(math.ceil(need), 3), it))
+
+
 def certify_factor(Wd: torch.Tensor, V: torch.Tensor, mode: str) -> DualBound:
     """The shifted complementary-slackness dual of V (float64)."""
     W64 = Wd.to(torch.float64)
@@ -73,13 +89,21 @@ def proxy_solve(
     check_every: int = 0,
     should_stop: Callable[[], bool] | None = None,
     rank: int | None = None,
+    certify_forward: bool = True,
+    cholesky_checks: bool = True,
 ) -> ProxyResult:
     """Bound the Max-Cut SDP of dense weights Wd (working dtype, on its device).
 
     Start from `V0` when given (warm start), else from the network (`model`), else random.
     Refinement runs up to `refine_steps` Riemannian steps and stops early once the certified gap is
-    ≤ `target_gap` or the bound is ≤ `stop_bound` (checked at steps first_check·2^j, or at every
-    multiple of `check_every` when it is positive: cheap for the small graphs of branch and bound).
+    ≤ `target_gap`, the bound is ≤ `stop_bound`, or the primal value exceeds `stop_bound` (then no
+    bound of this SDP can reach it). Certificates are computed at `first_check`, then as
+    `next_check` schedules them (every `check_every` steps when positive: cheap for the small
+    graphs of branch and bound).
+    With a target gap (and no `stop_bound`), `cholesky_checks` answers each check by one Cholesky
+    test of M(y) + (0.9·target·primal/n)·I instead of an eigensolve (bounds.try_shift); the
+    schedule is then geometric (×1.5). `certify_forward=False` skips the network's own dual (one
+    O(n³) eigensolve) when refining.
     """
     t0 = time.perf_counter()
     n = Wd.shape[0]
@@ -93,12 +117,13 @@ def proxy_solve(
         with torch.no_grad():
             V, y = model(Wd, gen)
         timings["forward"] = time.perf_counter() - t0
-        if bool(torch.isfinite(V).all()) and bool(torch.isfinite(y).all()):
+        finite = bool(torch.isfinite(V).all()) and bool(torch.isfinite(y).all())
+        if finite and (certify_forward or refine_steps <= 0):
             t1 = time.perf_counter()
             best = shift_dual(W64, y.to(torch.float64), shift)
             forward_bound = best.bound
             timings["shift"] = time.perf_counter() - t1
-        else:  # broken weights: fall back to a random start (the bound stays valid either way)
+        elif not finite:  # broken weights: fall back to a random start (the bound stays valid either way)
             V = random_factor(n, rank or default_rank(n), gen, Wd.device, Wd.dtype)
     else:
         V = random_factor(n, rank or default_rank(n), gen, Wd.device, Wd.dtype)
@@ -110,19 +135,33 @@ def proxy_solve(
         V = pad_rank(V, rank or default_rank(n), gen)
         state = {"best": best, "checks": 0, "next": first_check}
 
-        def check(Vc: torch.Tensor, it: int) -> bool:
+        def check(Vc: torch.Tensor, it: int, grad_rel: float) -> bool:
             if it < state["next"]:
                 return False
-            state["next"] = it + check_every if check_every > 0 else 2 * state["next"]
             state["checks"] += 1
+            if cholesky_checks and stop_bound is None and target_gap > 0 and shift == "uniform":
+                # one Cholesky decides "certified gap ≤ target?" (Σ y_cs = primal, so the gap is n·t)
+                V64 = Vc.to(torch.float64)
+                y = cs_dual(W64, V64)
+                prim = float(y.sum())
+                db = try_shift(W64, y, 0.9 * target_gap * max(abs(prim), 1.0) / n)
+                if db is not None:
+                    state["best"] = db if state["best"] is None or db.bound < state["best"].bound else state["best"]
+                    return True
+                state["next"] = max(it + 3, math.ceil(1.5 * it))
+                return False
             db = certify_factor(Wd, Vc, shift)
             if state["best"] is None or db.bound < state["best"].bound:
                 state["best"] = db
             prim = float(primal_value(W64, Vc.to(torch.float64)))
             b = state["best"].bound
-            if stop_bound is not None and b <= stop_bound:
+            if stop_bound is not None and (b <= stop_bound or prim > stop_bound):
+                return True  # prunes now, or never will: primal ≤ SDP value ≤ any certified bound
+            gap = (b - prim) / max(abs(prim), 1.0)
+            if gap <= target_gap:
                 return True
-            return (b - prim) <= target_gap * max(abs(prim), 1.0)
+            state["next"] = next_check(it, gap, state, target_gap, check_every)
+            return False
 
         V, info = bm_ascent(Wd, V, refine_steps, callback=check, should_stop=should_stop)
         steps, stopped = info.steps, info.stopped
@@ -136,6 +175,12 @@ def proxy_solve(
             best = db
     assert best is not None
     return ProxyResult(
-        V=V, primal=float(primal_value(W64, V64)), dual=best, forward_bound=forward_bound,
-        refine_steps=steps, checks=checks, seconds=time.perf_counter() - t0, timings=timings,
+        V=V,
+        primal=float(primal_value(W64, V64)),
+        dual=best,
+        forward_bound=forward_bound,
+        refine_steps=steps,
+        checks=checks,
+        seconds=time.perf_counter() - t0,
+        timings=timings,
     )

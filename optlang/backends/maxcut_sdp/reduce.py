@@ -47,7 +47,7 @@ class MaxCutForm:
 
 def to_maxcut(problem: IsingProblem) -> MaxCutForm:
     """The Max-Cut form of an Ising problem (uses `maxcut_weights` directly when present)."""
-    if problem.maxcut_weights is not None and not problem.has_field:
+    if problem.maxcut_weights is not None and not problem.has_field and _consistent(problem):
         W = sp.csr_matrix(problem.maxcut_weights, dtype=np.float64)
         W = (W - sp.diags(W.diagonal())).tocsr()
         W.eliminate_zeros()
@@ -63,3 +63,12 @@ def to_maxcut(problem: IsingProblem) -> MaxCutForm:
     W.eliminate_zeros()
     offset = reduced.constant + diag_const + float(W.sum()) / 4.0
     return MaxCutForm(W=W, offset=offset, n_orig=problem.n, field_spin=problem.has_field)
+
+
+def _consistent(problem: IsingProblem) -> bool:
+    """True when J is W/4 for the stored Max-Cut weights (a rewrite may have changed J since)."""
+    W = sp.csr_matrix(problem.maxcut_weights, dtype=np.float64)
+    W = W - sp.diags(W.diagonal())
+    diff = abs(sp.csr_matrix(problem.J, dtype=np.float64) - W / 4.0)
+    scale = max(1.0, float(abs(W).max()) if W.nnz else 1.0)
+    return diff.nnz == 0 or float(diff.max()) <= 1e-12 * scale

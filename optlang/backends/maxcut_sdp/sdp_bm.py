@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from optlang.backends.base import Backend, RawSolution, RunContext
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut_sdp.bounds import certificate, dense_weights
 from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
@@ -29,6 +29,7 @@ class SDPBMOptions:
     target_gap: float = 1e-4  # stop once (bound − primal)/primal ≤ this (certified)
     rank: int = 0  # columns of V (0: ⌈√(2n)⌉ + 1)
     planes: int = 256
+    polish: int = 16  # the best `polish` roundings get 1-flip local search
     local_search: bool = True
     shift: str = "uniform"
 
@@ -54,11 +55,18 @@ class SDPBM(Backend):
         target = options.target_gap if ctx.tol is None else ctx.tol
         Wd = dense_weights(mc.W, ctx.device, ctx.dtype)
         gen = ctx.torch_generator()
-        res = proxy_solve(Wd, gen, refine_steps=steps, target_gap=target, shift=options.shift,
-                          should_stop=ctx.should_stop, rank=options.rank or None)
+        res = proxy_solve(
+            Wd,
+            gen,
+            refine_steps=steps,
+            target_gap=target,
+            shift=options.shift,
+            should_stop=ctx.should_stop,
+            rank=options.rank or None,
+        )
         ctx.report(mc.offset - res.primal, mc.offset - res.bound, stage="sdp")
         with torch.no_grad():
-            t, cut = gw_round(mc.W, res.V, options.planes, gen, options.local_search)
+            t, cut = gw_round(mc.W, res.V, options.planes, gen, options.local_search, options.polish)
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
         lower = mc.offset - res.bound
@@ -66,8 +74,26 @@ class SDPBM(Backend):
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), res.dual.y, cut)
         checks["energy_recomputed"] = echeck
         status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
-        info = {"cut": cut, "sdp_upper_bound": res.bound, "sdp_primal": res.primal, "sdp_gap": res.gap,
-                "gap": (res.bound - cut) / max(abs(res.bound), 1.0), "steps": res.refine_steps,
-                "eig_checks": res.checks, "shift": res.dual.shift, "timings": res.timings}
-        return RawSolution(status=status, values={"s": s}, objective=energy, bound=lower,
-                           iterations=res.refine_steps, history=list(ctx.history), info=info, checks=checks)
+        if status == Status.FEASIBLE and res.gap > target and res.refine_steps >= steps:
+            status = Status.ITERATION_LIMIT  # the SDP was not solved to the requested gap
+        info = {
+            "cut": cut,
+            "sdp_upper_bound": res.bound,
+            "sdp_primal": res.primal,
+            "sdp_gap": res.gap,
+            "gap": (res.bound - cut) / max(abs(res.bound), 1.0),
+            "steps": res.refine_steps,
+            "eig_checks": res.checks,
+            "shift": res.dual.shift,
+            "timings": res.timings,
+        }
+        return RawSolution(
+            status=status,
+            values={"s": s},
+            objective=energy,
+            bound=lower,
+            iterations=res.refine_steps,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )

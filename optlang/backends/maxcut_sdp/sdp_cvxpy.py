@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.maxcut_sdp.bm import normalize_rows
 from optlang.backends.maxcut_sdp.bounds import DualBound, certificate, cs_dual, primal_value, shift_dual
 from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
@@ -34,6 +34,7 @@ class SDPCvxpyOptions:
     solver: str = "SCS"  # SCS or CLARABEL
     eps: float = 1e-6  # solver accuracy (SCS eps_abs/eps_rel)
     planes: int = 256
+    polish: int = 16  # the best `polish` roundings get 1-flip local search
     local_search: bool = True
     shift: str = "uniform"
 
@@ -49,8 +50,13 @@ class CvxpySDP:
     seconds: float
 
 
-def solve_sdp_cvxpy(W: sp.spmatrix | np.ndarray, solver: str = "SCS", eps: float = 1e-6,
-                    time_limit: float | None = None, shift: str = "uniform") -> CvxpySDP:
+def solve_sdp_cvxpy(
+    W: sp.spmatrix | np.ndarray,
+    solver: str = "SCS",
+    eps: float = 1e-6,
+    time_limit: float | None = None,
+    shift: str = "uniform",
+) -> CvxpySDP:
     """max ¼⟨L, X⟩ s.t. diag X = 1, X ⪰ 0 by cvxpy; dual made rigorous by the eigenvalue shift."""
     import cvxpy as cp
 
@@ -78,8 +84,13 @@ def solve_sdp_cvxpy(W: sp.spmatrix | np.ndarray, solver: str = "SCS", eps: float
     if con.dual_value is not None and np.all(np.isfinite(con.dual_value)):
         cands.append(shift_dual(W64, torch.as_tensor(np.asarray(con.dual_value, dtype=np.float64)), shift))
     dual = min(cands, key=lambda d: d.bound)
-    return CvxpySDP(V=V, primal=float(primal_value(W64, V)), dual=dual, solver_status=str(prob.status),
-                    seconds=time.perf_counter() - t0)
+    return CvxpySDP(
+        V=V,
+        primal=float(primal_value(W64, V)),
+        dual=dual,
+        solver_status=str(prob.status),
+        seconds=time.perf_counter() - t0,
+    )
 
 
 class SDPCvxpy(Backend):
@@ -105,7 +116,7 @@ class SDPCvxpy(Backend):
         sdp = solve_sdp_cvxpy(mc.W, options.solver, eps, tl, options.shift)
         ctx.report(mc.offset - sdp.primal, mc.offset - sdp.dual.bound, stage="sdp")
         V = sdp.V.to(ctx.device, ctx.dtype)
-        t, cut = gw_round(mc.W, V, options.planes, ctx.torch_generator(), options.local_search)
+        t, cut = gw_round(mc.W, V, options.planes, ctx.torch_generator(), options.local_search, options.polish)
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
         lower = mc.offset - sdp.dual.bound
@@ -113,8 +124,22 @@ class SDPCvxpy(Backend):
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), sdp.dual.y, cut)
         checks["energy_recomputed"] = echeck
         status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
-        info = {"cut": cut, "sdp_upper_bound": sdp.dual.bound, "sdp_primal": sdp.primal,
-                "gap": (sdp.dual.bound - cut) / max(abs(sdp.dual.bound), 1.0), "solver": options.solver.upper(),
-                "solver_status": sdp.solver_status, "solver_seconds": sdp.seconds, "shift": sdp.dual.shift}
-        return RawSolution(status=status, values={"s": s}, objective=energy, bound=lower,
-                           history=list(ctx.history), info=info, checks=checks)
+        info = {
+            "cut": cut,
+            "sdp_upper_bound": sdp.dual.bound,
+            "sdp_primal": sdp.primal,
+            "gap": (sdp.dual.bound - cut) / max(abs(sdp.dual.bound), 1.0),
+            "solver": options.solver.upper(),
+            "solver_status": sdp.solver_status,
+            "solver_seconds": sdp.seconds,
+            "shift": sdp.dual.shift,
+        }
+        return RawSolution(
+            status=status,
+            values={"s": s},
+            objective=energy,
+            bound=lower,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )

@@ -33,8 +33,16 @@ def gap_loss(model: GNNSDP, Wd: torch.Tensor, gen: torch.Generator) -> torch.Ten
     return gap / (0.5 * W64.abs().sum()).clamp_min(1e-30)
 
 
-def train(steps: int = 1500, seed: int = 0, nmin: int = 20, nmax: int = 120, lr: float = 3e-3,
-          cfg: ProxyConfig | None = None, log_every: int = 100, device: str = "cpu") -> tuple[GNNSDP, list[float]]:
+def train(
+    steps: int = 1500,
+    seed: int = 0,
+    nmin: int = 20,
+    nmax: int = 120,
+    lr: float = 3e-3,
+    cfg: ProxyConfig | None = None,
+    log_every: int = 100,
+    device: str = "cpu",
+) -> tuple[GNNSDP, list[float]]:
     """Train a fresh network; returns it and the per-step losses."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -72,7 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--nmin", type=int, default=20)
     ap.add_argument("--nmax", type=int, default=120)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 avoids oversubscription on a shared machine)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (1 avoids oversubscription on a shared machine)"
+    )
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "weights" / "gnnsdp.safetensors"))
     a = ap.parse_args(argv)
@@ -80,12 +90,20 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     model, losses = train(a.steps, a.seed, a.nmin, a.nmax, a.lr, device=a.device)
     secs = time.perf_counter() - t0
-    cmd = (f"python -m optlang.backends.maxcut_sdp.train --steps {a.steps} --seed {a.seed} "
-           f"--nmin {a.nmin} --nmax {a.nmax} --lr {a.lr}")
+    cmd = (
+        f"python -m optlang.backends.maxcut_sdp.train --steps {a.steps} --seed {a.seed} "
+        f"--nmin {a.nmin} --nmax {a.nmax} --lr {a.lr}"
+    )
     meta = {"command": cmd, "seed": str(a.seed), "final_gap": f"{np.mean(losses[-100:]):.5f}"}
     save_weights(model.cpu(), a.out, meta)
-    note = {**meta, "families": list(FAMILIES), "train_seconds": round(secs, 1), "device": a.device,
-            "config": model.cfg.to_dict(), "parameters": sum(p.numel() for p in model.parameters())}
+    note = {
+        **meta,
+        "families": list(FAMILIES),
+        "train_seconds": round(secs, 1),
+        "device": a.device,
+        "config": model.cfg.to_dict(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
     Path(a.out).with_suffix(".json").write_text(json.dumps(note, indent=2) + "\n")
     print(json.dumps(note, indent=2))
 

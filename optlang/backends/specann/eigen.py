@@ -10,8 +10,6 @@ from dataclasses import dataclass
 
 import torch
 
-from optlang.backends.ising_ops import matvec
-
 MatMul = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -145,9 +143,7 @@ def path_sweep(
         yield PathStep(t, r.values, r.vectors, r.iterations, r.residual)
 
 
-def round_eigenspace(
-    vectors: torch.Tensor, n_candidates: int, generator: torch.Generator
-) -> torch.Tensor:
+def round_eigenspace(vectors: torch.Tensor, n_candidates: int, generator: torch.Generator) -> torch.Tensor:
     """±1 candidates (B, n) from an eigenspace: the sign of each eigenvector, then the signs of
     random Gaussian combinations within the span (hyperplane rounding of the spectral embedding)."""
     n, k = vectors.shape
@@ -158,6 +154,3 @@ def round_eigenspace(
         cols.append((vectors @ g).T)
     V = torch.cat(cols, dim=0)[: max(n_candidates, 1)]
     return torch.where(V >= 0, 1.0, -1.0).to(vectors.dtype)
-
-
-__all__ = ["EigResult", "PathStep", "degrees", "lobpcg", "matvec", "normalized_operator", "path_sweep", "round_eigenspace"]

@@ -1,0 +1,254 @@
+"""Tests of ParetoM³, the weighted-sum baseline and the multi-objective metrics, on known answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize, minimize_scalar
+
+from optlang.analysis import Form, VarInfo
+from optlang.backends.base import RunContext, Status
+from optlang.backends.paretom3 import ParetoM3, ParetoM3Options, min_norm_weights
+from optlang.backends.weighted_sum import WeightedSum, WeightedSumOptions
+from optlang.mo_metrics import (
+    das_dennis,
+    dominates,
+    dtlz2_front,
+    dtlz2_problem,
+    hypervolume,
+    igd,
+    nondominated_mask,
+    zdt_front,
+    zdt_problem,
+)
+from optlang.problem import Domain, MultiObjectiveProblem, TorchFunction, Variable
+
+
+def sq_dist(point: np.ndarray) -> TorchFunction:
+    """‖x − point‖² as a TorchFunction of the variable x."""
+    p = torch.as_tensor(point, dtype=torch.float64)
+    return TorchFunction.from_callable(lambda v, batch=None: ((v["x"] - p.to(v["x"])) ** 2).sum())
+
+
+def quadratics(anchors: list[np.ndarray], c: np.ndarray) -> MultiObjectiveProblem:
+    """F_i = ‖x − a_i‖², preference ‖x − c‖²: the Pareto set is the convex hull of the a_i."""
+    objectives = tuple((f"f{i + 1}", sq_dist(a)) for i, a in enumerate(anchors))
+    return MultiObjectiveProblem((Variable("x", (anchors[0].size,)),), objectives, sq_dist(c))
+
+
+def solve(problem: MultiObjectiveProblem, seed: int = 0, **opts: object):
+    backend = ParetoM3()
+    return backend.solve(problem, backend.make_options(opts), RunContext(seed=seed))
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def test_hypervolume_hand_computed_2d_and_3d() -> None:
+    F = np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0], [3.5, 3.5]])  # the last one is dominated
+    assert hypervolume(F, [4.0, 4.0]) == pytest.approx(6.0, abs=1e-12)  # 3·1 + 2·1 + 1·1
+    assert hypervolume(np.array([[1.0, 1.0, 1.0]]), [2.0, 3.0, 4.0]) == pytest.approx(6.0, abs=1e-12)
+    # two boxes 2·2·1 and 1·1·2 overlapping in a unit cube
+    assert hypervolume(np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]), [2.0, 2.0, 2.0]) == pytest.approx(5.0)
+    assert hypervolume(np.array([[5.0, 0.0]]), [4.0, 4.0]) == 0.0  # outside the reference box
+
+
+def test_hypervolume_matches_moocore_and_monte_carlo() -> None:
+    rng = np.random.default_rng(3)
+    P = rng.random((40, 3))
+    ref = np.array([1.1, 1.1, 1.1])
+    hv = hypervolume(P, ref)
+    S = rng.random((200_000, 3)) * ref
+    dominated = np.zeros(S.shape[0], dtype=bool)
+    for p in P:
+        dominated |= np.all(S >= p, axis=1)
+    assert hv == pytest.approx(dominated.mean() * np.prod(ref), rel=1e-2)
+    moocore = pytest.importorskip("moocore")
+    assert hv == pytest.approx(float(moocore.hypervolume(P, ref=ref)), rel=1e-12)
+    F = zdt_front(1, 1000)
+    assert hypervolume(F, [1.1, 1.1]) == pytest.approx(float(moocore.hypervolume(F, ref=[1.1, 1.1])), rel=1e-12)
+
+
+def test_nondominated_filter_igd_and_directions() -> None:
+    rng = np.random.default_rng(0)
+    for m in (2, 3):
+        F = np.round(rng.random((150, m)), 1)  # many ties and duplicates
+        mask = nondominated_mask(F)
+        for i in range(F.shape[0]):
+            dominated = any(dominates(F[j], F[i]) for j in range(F.shape[0]))
+            if dominated:
+                assert not mask[i]
+        kept = F[mask]
+        assert len({tuple(r) for r in kept}) == kept.shape[0]  # duplicates kept once
+        assert all(not any(dominates(a, b) for a in kept) for b in kept)
+        assert {tuple(r) for r in kept} == {tuple(r) for r in F if not any(dominates(g, r) for g in F)}
+    front = dtlz2_front(12)
+    assert np.allclose(np.linalg.norm(front, axis=1), 1.0)
+    assert igd(front, front) == 0.0
+    assert igd(front * 1.1, front) == pytest.approx(0.1, rel=1e-9)
+    assert das_dennis(4, 3).shape == (math.comb(6, 2), 3)
+    assert np.allclose(das_dennis(4, 3).sum(1), 1.0)
+
+
+def test_min_norm_weights_closed_form_and_faces() -> None:
+    # m = 2: the min-norm point of conv{(1, 0), (−1, 1)}
+    R = [
+        {"x": torch.tensor([[1.0, 0.0]], dtype=torch.float64)},
+        {"x": torch.tensor([[-1.0, 1.0]], dtype=torch.float64)},
+    ]
+    lam, nrm = min_norm_weights(R)
+    # ‖t(1,0) + (1−t)(−1,1)‖² = (2t − 1)² + (1 − t)² is least at t = 0.6, where it is 0.2
+    assert lam[0, 0].item() == pytest.approx(0.6)
+    assert nrm.item() == pytest.approx(math.sqrt(0.2), rel=1e-9)
+    # m = 3 with 0 in the hull: the norm is zero
+    g = torch.tensor([[[1.0, 0.0]], [[-1.0, 1.0]], [[0.0, -1.0]]], dtype=torch.float64)
+    lam, nrm = min_norm_weights([{"x": g[i]} for i in range(3)])
+    assert nrm.item() < 1e-5 and lam.sum().item() == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------- ParetoM³ with a preference
+
+
+def test_two_quadratics_projection_onto_segment() -> None:
+    a, b, c = np.array([0.0, 0.0]), np.array([2.0, 1.0]), np.array([2.0, -1.0])
+    t = np.clip(np.dot(c - a, b - a) / np.dot(b - a, b - a), 0, 1)
+    x_star = a + t * (b - a)  # (1.2, 0.6)
+    res = solve(quadratics([a, b], c), iters=600, merit_iters=100)
+    assert res.status.has_solution
+    assert np.allclose(res.values["x"], x_star, atol=2e-2)
+    assert res.objective == pytest.approx(float(np.sum((x_star - c) ** 2)), abs=1e-2)
+    assert res.checks["weak_pareto_merit"][0]
+    assert res.info["merit"] <= 1e-3
+
+
+def test_zdt1_linear_preference_and_info() -> None:
+    res = solve(zdt_problem(1, 10, lambda f1, f2, x: f1 + f2), iters=300, merit_iters=100)
+    assert res.objective == pytest.approx(0.75, abs=1e-3)
+    assert res.values["x"][0] == pytest.approx(0.25, abs=1e-2)
+    assert np.all(res.values["x"][1:] <= 1e-6)
+    info = res.info
+    assert info["objectives"]["f1"] == pytest.approx(0.25, abs=1e-2)
+    assert info["preference"] == pytest.approx(res.objective)
+    assert info["evaluations"] > 0 and info["dominated_by_seen"] == 0
+    assert all(ok for ok, _ in res.checks.values())
+    assert len(res.history) > 0
+
+
+def test_weak_pareto_trap_zdt1() -> None:
+    """x₁ = 0 is weakly Pareto (merit zero) but not preferred: start there; the guard must leave it."""
+    base = zdt_problem(1, 10, lambda f1, f2, x: f1 + f2)
+    x0 = np.r_[0.0, np.full(9, 0.5)]
+    var = Variable("x", (10,), Domain("box", 0.0, 1.0), init=x0)
+    problem = MultiObjectiveProblem((var,), base.objectives, base.preference)
+    guarded = solve(problem, iters=300, merit_iters=50)
+    assert guarded.objective == pytest.approx(0.75, abs=1e-3)
+    assert guarded.values["x"][0] > 0.2
+    # the unguarded M³ (penalty always on, λ the vertex of the smallest gap) stalls at x = 0: value 1
+    plain = solve(problem, iters=200, merit_iters=20, guard="none", lambda_x="gap", lambda_rule="argmin")
+    assert plain.values["x"][0] < 1e-3
+    assert plain.objective > 0.99
+
+
+def test_zdt2_distance_preference_binding() -> None:
+    r = np.array([0.6, 0.9])  # a dominated reference: the Pareto constraint is active
+    best = minimize_scalar(
+        lambda t: (t - r[0]) ** 2 + (1 - t * t - r[1]) ** 2, bounds=(0, 1), method="bounded", options={"xatol": 1e-12}
+    )
+    res = solve(zdt_problem(2, 10, lambda f1, f2, x: (f1 - 0.6) ** 2 + (f2 - 0.9) ** 2), iters=400, merit_iters=100)
+    assert res.objective == pytest.approx(best.fun, abs=1e-3)
+    assert res.values["x"][0] == pytest.approx(best.x, abs=2e-2)
+    assert np.all(res.values["x"][1:] <= 1e-4)
+
+
+@pytest.mark.parametrize("r", [(0.8, 0.8, 0.8), (0.2, 0.3, 0.4)])
+def test_dtlz2_reference_point(r: tuple[float, float, float]) -> None:
+    rv = np.asarray(r)
+    R = torch.as_tensor(rv)
+    problem = dtlz2_problem(5, 3, lambda F, x: ((F - R.to(F)) ** 2).sum())
+    # three starts: a single one can be captured by the degenerate corner x₁ = 1 (f₁ = f₂ = 0 for every x₂)
+    res = solve(problem, iters=300, merit_iters=60, starts=3)
+    F = np.array([res.info["objectives"][f"f{i}"] for i in (1, 2, 3)])
+    assert np.allclose(F, rv / np.linalg.norm(rv), atol=1e-2)
+    assert res.objective == pytest.approx(float(np.sum((rv / np.linalg.norm(rv) - rv) ** 2)), abs=1e-3)
+
+
+def test_three_quadratics_projection_onto_triangle() -> None:
+    A = [np.array([0.0, 0.0]), np.array([2.0, 0.0]), np.array([0.0, 2.0])]
+    c = np.array([2.0, 2.0])  # projects onto the edge a2–a3 at (1, 1)
+    res = solve(quadratics(A, c), iters=500, merit_iters=60)
+    assert np.allclose(res.values["x"], [1.0, 1.0], atol=3e-2)
+    # cross-check the answer: the projection of c onto the triangle by a small QP
+    qp = minimize(
+        lambda w: np.sum((w[0] * A[0] + w[1] * A[1] + w[2] * A[2] - c) ** 2),
+        np.full(3, 1 / 3),
+        constraints=({"type": "eq", "fun": lambda w: w.sum() - 1},),
+        bounds=[(0, 1)] * 3,
+    )
+    assert np.allclose(qp.x @ np.stack(A), [1.0, 1.0], atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- fronts and the baseline
+
+
+def test_front_mode_zdt1() -> None:
+    res = solve(zdt_problem(1, 6), front_points=8, front_iters=120)
+    assert res.objective is None and res.status.has_solution
+    front = res.info["front"]
+    assert 8 <= len(front) <= 100
+    F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in front])
+    assert nondominated_mask(F).all()
+    assert hypervolume(F, [1.1, 1.1]) > 0.8  # the exact front gives 0.8714
+    assert igd(F, zdt_front(1)) < 0.05
+    assert res.info["hypervolume"] > 0 and len(res.info["hv_reference"]) == 2
+    x = np.asarray(front[0]["values"]["x"])
+    assert x.shape == (6,)
+    assert "x" in res.values and res.values["x"].shape == (6,)
+
+
+def test_weighted_sum_linear_and_concave_weakness() -> None:
+    ws = WeightedSum()
+    res = ws.solve(
+        zdt_problem(1, 10, lambda f1, f2, x: f1 + f2), WeightedSumOptions(iters=200, points=11), RunContext(seed=0)
+    )
+    assert res.objective == pytest.approx(0.75, abs=5e-3)
+    # on the concave ZDT2 front linear weights only reach the end points (values 0.37 and 0.97)
+    res2 = ws.solve(
+        zdt_problem(2, 10, lambda f1, f2, x: (f1 - 0.6) ** 2 + (f2 - 0.9) ** 2),
+        WeightedSumOptions(iters=100, points=6),
+        RunContext(seed=0),
+    )
+    assert res2.objective > 0.3
+    front = ws.solve(zdt_problem(1, 6), WeightedSumOptions(iters=100, points=8), RunContext(seed=0))
+    assert front.objective is None and len(front.info["front"]) >= 5
+
+
+# ----------------------------------------------------------------------------- contract
+
+
+def test_refusals_limits_and_divergence() -> None:
+    real = (VarInfo("x", "real", (3,), "box"),)
+    backend = ParetoM3()
+    assert backend.refuse(Form(kind="multiobjective", variables=real, n_objectives=2)) is None
+    assert "not smooth" in backend.refuse(Form(kind="smooth", variables=real))
+    refusal = backend.refuse(Form(kind="multiobjective", variables=real, constraints=("x[0] + x[1] <= 1",)))
+    assert refusal is not None and "x[0] + x[1] <= 1" in refusal
+    spin = (VarInfo("s", "spin", (3,)),)
+    assert "discrete" in backend.refuse(Form(kind="multiobjective", variables=spin))
+    assert WeightedSum().refuse(Form(kind="multiobjective", variables=spin)) is not None
+    problem = zdt_problem(1, 6, lambda f1, f2, x: f1 + f2)
+    res = backend.solve(problem, ParetoM3Options(merit_iters=5), RunContext(seed=0, max_iter=7))
+    assert res.status == Status.ITERATION_LIMIT and res.iterations == 7
+    res = backend.solve(problem, ParetoM3Options(merit_iters=5), RunContext(seed=0, time_limit=0.0))
+    assert res.status == Status.TIME_LIMIT
+    # an objective that turns NaN once x leaves the positive reals: a diverged run keeps its last finite point
+    f1 = TorchFunction.from_callable(lambda v, batch=None: torch.log(v["x"]).sum() * 0 + torch.sqrt(v["x"][0]))
+    f2 = TorchFunction.from_callable(lambda v, batch=None: (v["x"] + 3.0).pow(2).sum())
+    bad = MultiObjectiveProblem((Variable("x", (2,), init=np.array([0.05, 0.05])),), (("f1", f1), ("f2", f2)), f2)
+    res = backend.solve(bad, ParetoM3Options(iters=300, lr=0.5, merit_iters=5), RunContext(seed=0))
+    assert res.status == Status.DIVERGED
+    assert np.all(np.isfinite(res.values["x"]))
+    with pytest.raises(Exception, match="no option"):
+        backend.make_options({"rho": 3})

@@ -1,0 +1,268 @@
+"""Tests of the simple-bilevel backends `sdbpg` (three variants) and `penalty`, on known answers.
+
+Problems are built by hand from optlang.problem types with seeded numpy data; answers come from
+closed forms (pseudo-inverses, null-space formulas, the sphere) or a cvxpy two-stage solve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from optlang.analysis import Form, VarInfo
+from optlang.backends.base import RunContext, Status
+from optlang.backends.penalty import Penalty
+from optlang.backends.sdbpg import SDBPG, auto_batch
+from optlang.errors import OptionError
+from optlang.problem import BilevelProblem, Domain, TorchFunction, Variable
+
+
+# ----------------------------------------------------------------------------- builders
+def quad_fn(M: np.ndarray, v: np.ndarray, name: str = "x", scale: float = 0.5) -> TorchFunction:
+    """scale·‖M x − v‖², compiled for any device/dtype."""
+
+    def build(device: Any, dtype: Any) -> Any:
+        Mt = torch.as_tensor(M, dtype=dtype, device=device)
+        vt = torch.as_tensor(v, dtype=dtype, device=device)
+        return lambda vals, batch=None: scale * torch.sum((Mt @ vals[name] - vt) ** 2)
+
+    return TorchFunction(build)
+
+
+def mean_sq_fn(X: np.ndarray, y: np.ndarray, name: str = "w") -> TorchFunction:
+    """mean_i ½(x_iᵀw − y_i)² with a sample axis: `batch` selects rows (a minibatch mean)."""
+
+    def build(device: Any, dtype: Any) -> Any:
+        Xt = torch.as_tensor(X, dtype=dtype, device=device)
+        yt = torch.as_tensor(y, dtype=dtype, device=device)
+
+        def fn(vals: dict[str, torch.Tensor], batch: torch.Tensor | None = None) -> torch.Tensor:
+            Xb, yb = (Xt, yt) if batch is None else (Xt[batch], yt[batch])
+            return 0.5 * torch.mean((Xb @ vals[name] - yb) ** 2)
+
+        return fn
+
+    return TorchFunction(build, n_samples=X.shape[0])
+
+
+def half_sq_dist(c: np.ndarray, name: str = "x") -> TorchFunction:
+    return quad_fn(np.eye(len(c)), c, name)
+
+
+def minnorm(m: int, n: int, seed: int, x0: np.ndarray | None = None, rank: int | None = None
+            ) -> tuple[BilevelProblem, np.ndarray]:
+    """min ½‖x − x₀‖² s.t. x ∈ argmin ½‖Ax − b‖²: x* = x₀ + A⁺(b − A x₀)."""
+    rng = np.random.default_rng(seed)
+    if rank is None:
+        A = rng.standard_normal((m, n))
+    else:
+        A = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n)) / np.sqrt(rank)
+    b = rng.standard_normal(m)
+    x0 = np.zeros(n) if x0 is None else x0
+    Ap = np.linalg.pinv(A)
+    x_star = x0 + Ap @ (b - A @ x0)
+    g_star = 0.5 * float(np.sum((A @ x_star - b) ** 2))
+    prob = BilevelProblem((Variable("x", (n,)),), half_sq_dist(x0), quad_fn(A, b), lower_optimum=g_star)
+    return prob, x_star
+
+
+def solve(backend: Any, prob: BilevelProblem, dtype: str = "float64", seed: int = 0, max_iter: int = 3000,
+          time_limit: float = 20.0, tol: float = 1e-3, **opts: Any) -> Any:
+    ctx = RunContext(seed=seed, dtype=dtype, max_iter=max_iter, time_limit=time_limit, tol=tol)
+    return backend.solve(prob, backend.make_options(opts), ctx)
+
+
+def rel_err(x: np.ndarray, x_star: np.ndarray) -> float:
+    return float(np.linalg.norm(x - x_star) / np.linalg.norm(x_star))
+
+
+# ----------------------------------------------------------------------------- known answers
+@pytest.mark.parametrize("variant", ["sdbpg", "pr", "vr"])
+def test_minnorm_wide(variant: str) -> None:
+    prob, x_star = minnorm(20, 50, seed=1)
+    r = solve(SDBPG(), prob, variant=variant)
+    assert r.status == Status.CONVERGED, r.info.get("note")
+    assert rel_err(r.values["x"], x_star) < 1e-3
+    assert r.info["lower_reached"] and r.checks["lower_stationary"][0] and r.checks["kkt"][0]
+    assert r.info["lower_gap"] < 1e-6
+
+
+def test_minnorm_tall_rank_deficient() -> None:
+    """Inconsistent, rank-deficient tall A: x* = A⁺b still, with g* = ½‖(I − AA⁺)b‖² > 0."""
+    prob, x_star = minnorm(60, 30, seed=2, rank=10)
+    assert prob.lower_optimum > 1.0
+    r = solve(SDBPG(), prob)
+    assert r.status == Status.CONVERGED
+    assert rel_err(r.values["x"], x_star) < 1e-3
+    assert 0.0 <= r.info["lower_gap"] < 1e-6
+
+
+def test_minnorm_shifted() -> None:
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal(40)
+    prob, x_star = minnorm(15, 40, seed=3, x0=x0)
+    r = solve(SDBPG(), prob)
+    assert r.status == Status.CONVERGED
+    assert rel_err(r.values["x"], x_star) < 1e-3
+
+
+def test_overparameterized_validation_choice() -> None:
+    """Among training-loss minimizers (A₂x = b₂, 30×80), the one of least validation loss (60 rows):
+    x* = x_p + N (A₁N)⁺ (b₁ − A₁ x_p), x_p = A₂⁺b₂, N a null-space basis of A₂ (unique: rank(A₁N) = 50)."""
+    rng = np.random.default_rng(4)
+    d, m_tr, m_val = 80, 30, 60
+    A2, b2 = rng.standard_normal((m_tr, d)), rng.standard_normal(m_tr)
+    A1, b1 = rng.standard_normal((m_val, d)) / np.sqrt(m_val), rng.standard_normal(m_val) / np.sqrt(m_val)
+    x_p = np.linalg.pinv(A2) @ b2
+    _, _, Vt = np.linalg.svd(A2)
+    N = Vt[m_tr:].T
+    assert np.linalg.matrix_rank(A1 @ N) == d - m_tr
+    x_star = x_p + N @ np.linalg.pinv(A1 @ N) @ (b1 - A1 @ x_p)
+    prob = BilevelProblem((Variable("x", (d,)),), quad_fn(A1, b1), quad_fn(A2, b2), lower_optimum=0.0)
+    r = solve(SDBPG(), prob, tol=1e-5, tol_g=1e-6, max_iter=5000)
+    assert r.status == Status.CONVERGED
+    assert rel_err(r.values["x"], x_star) < 1e-3
+    rp = solve(Penalty(), prob, tol=1e-5, tol_g=1e-6)
+    assert rel_err(rp.values["x"], x_star) < 1e-3
+
+
+def test_sphere_manifold_nonconvex() -> None:
+    """g = (‖x‖² − 1)² has the unit sphere as minimizers (nonconvex); f = ½‖x − c‖² picks c/‖c‖."""
+    c = np.array([1.0, 2.0, -2.0, 0.5])
+
+    def g_build(device: Any, dtype: Any) -> Any:
+        return lambda v, batch=None: (torch.sum(v["x"] ** 2) - 1.0) ** 2
+
+    prob = BilevelProblem((Variable("x", (4,), init=np.array([0.3, -0.2, 0.1, 0.4])),), half_sq_dist(c),
+                          TorchFunction(g_build), lower_optimum=0.0)
+    for backend in (SDBPG(), Penalty()):
+        r = solve(backend, prob)
+        assert r.status == Status.CONVERGED, (backend.name, r.info.get("note"))
+        np.testing.assert_allclose(r.values["x"], c / np.linalg.norm(c), atol=1e-3)
+
+
+def test_box_domain_against_cvxpy() -> None:
+    """x ≥ 0: the lower solution set {x ≥ 0, Ax = b} (b = A x_feas); upper min-norm, checked by cvxpy."""
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(5)
+    m, n = 10, 30
+    A = rng.standard_normal((m, n))
+    b = A @ np.abs(rng.standard_normal(n))
+    xv = cp.Variable(n)
+    cp.Problem(cp.Minimize(cp.sum_squares(xv)), [A @ xv == b, xv >= 0]).solve()
+    x_star = np.asarray(xv.value)
+    prob = BilevelProblem((Variable("x", (n,), Domain("box", 0.0, np.inf)),), half_sq_dist(np.zeros(n)),
+                          quad_fn(A, b), lower_optimum=0.0)
+    r = solve(SDBPG(), prob, max_iter=1500)
+    assert r.values["x"].min() >= 0.0
+    assert r.status in (Status.CONVERGED, Status.ITERATION_LIMIT)
+    assert rel_err(r.values["x"], x_star) < 1e-2
+    assert r.info["lower_gap"] < 1e-3
+
+
+def test_stochastic_sample_axis_minibatches() -> None:
+    """g is a mean over 6000 samples (rank-deficient realizable features): minibatches of 128 for ∇g."""
+    rng = np.random.default_rng(6)
+    N, d, r = 6000, 20, 10
+    X = rng.standard_normal((N, r)) @ rng.standard_normal((r, d)) / np.sqrt(r)
+    y = X @ rng.standard_normal(d)
+    x_star = np.linalg.pinv(X) @ y
+    prob = BilevelProblem((Variable("w", (d,)),), half_sq_dist(np.zeros(d), "w"), mean_sq_fn(X, y), lower_optimum=0.0)
+    start = rel_err(np.zeros(d), x_star)
+    for variant in ("sdbpg", "vr"):
+        r_ = solve(SDBPG(), prob, variant=variant, batch_g=128, max_iter=400)
+        assert r_.info["batch_g"] == 128 and r_.info["batch_f"] is None
+        assert r_.info["samples"] < 400 * 2 * 128 + 6000  # minibatches, not full passes
+        assert rel_err(r_.values["w"], x_star) < 0.25 * start, variant
+        assert r_.info["lower_gap"] < 0.05
+    rp = solve(Penalty(), prob, batch_g=128, max_iter=400)
+    assert rp.info["inner"] == "sgd"
+    assert rel_err(rp.values["w"], x_star) < 0.25 * start
+
+
+def test_auto_batch_rule() -> None:
+    assert auto_batch(None, 0) is None
+    assert auto_batch(1000, 0) is None  # small: full batch
+    assert auto_batch(100_000, 0) == 1000
+    assert auto_batch(100_000, 64) == 64
+    assert auto_batch(100_000, -1) is None
+    assert auto_batch(50, 64) is None
+
+
+# ----------------------------------------------------------------------------- behaviour
+def test_multiplier_bounded_by_perturbation() -> None:
+    """With ρ_t = α‖∇f‖²/Λ³, λ ≤ α + Λ^{3/2}/(2√α) at every step, whatever ∇g does."""
+    prob, _ = minnorm(20, 50, seed=1)
+    r = solve(SDBPG(), prob, max_iter=600, lam_growth=1.0, tol_g=1e-12)
+    lam_level = r.info["lam_level"]
+    assert r.info["lam_level"] == 10.0
+    assert r.info["lam_max"] <= 1.0 + lam_level**1.5 / 2.0 + 1e-9
+    trace = r.info["trace"]
+    assert len(trace) >= 10 and {"f", "g", "grad_g", "lam", "gap", "grad_evals"} <= set(trace[0])
+    assert not r.info["lower_reached"]  # Λ held at 10 cannot meet a 1e-12 lower tolerance
+    assert r.status == Status.ITERATION_LIMIT
+
+
+def test_divergence_returns_best_iterate() -> None:
+    prob, _ = minnorm(20, 50, seed=1)
+    r = solve(SDBPG(), prob, step_rule="constant", step=5.0, max_iter=2000)
+    assert r.status == Status.DIVERGED
+    assert np.all(np.isfinite(r.values["x"]))
+    assert "note" in r.info
+
+
+def test_determinism_under_seed() -> None:
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((3000, 12))
+    y = X @ rng.standard_normal(12)
+    prob = BilevelProblem((Variable("w", (12,)),), half_sq_dist(np.ones(12), "w"), mean_sq_fn(X, y))
+    kw = dict(max_iter=100, batch_g=32, batch_f=-1, dtype="float32", lipschitz_iters=5)
+    a = solve(SDBPG(), prob, seed=3, **kw)
+    b = solve(SDBPG(), prob, seed=3, **kw)
+    c = solve(SDBPG(), prob, seed=4, **kw)
+    np.testing.assert_array_equal(a.values["w"], b.values["w"])
+    assert not np.array_equal(a.values["w"], c.values["w"])
+
+
+def test_float32_default_and_time_limit() -> None:
+    prob, x_star = minnorm(20, 50, seed=1)
+    r = solve(SDBPG(), prob, dtype="float32")
+    assert rel_err(r.values["x"], x_star) < 5e-3
+    slow = solve(SDBPG(), prob, time_limit=0.0)
+    assert slow.status == Status.TIME_LIMIT
+
+
+def test_plain_dynamic_barrier_runs() -> None:
+    prob, x_star = minnorm(20, 50, seed=1)
+    r = solve(SDBPG(), prob, perturbation=False, max_iter=500)
+    assert r.info["perturbation"] is False
+    assert all(row["rho"] == 0.0 for row in r.info["trace"])
+    assert rel_err(r.values["x"], x_star) < 0.5
+
+
+def test_penalty_minnorm() -> None:
+    prob, x_star = minnorm(20, 50, seed=1)
+    r = solve(Penalty(), prob)
+    assert r.info["inner"] == "lbfgs"
+    assert r.status == Status.CONVERGED
+    assert rel_err(r.values["x"], x_star) < 1e-3
+
+
+def test_options_and_refusals() -> None:
+    with pytest.raises(OptionError):
+        SDBPG().make_options({"variant": 3})
+    prob, _ = minnorm(5, 8, seed=1)
+    with pytest.raises(OptionError):
+        solve(SDBPG(), prob, variant="storm")
+    with pytest.raises(OptionError):
+        solve(Penalty(), prob, inner="newton")
+    ok = Form(kind="bilevel", variables=(VarInfo("x", "real", (8,)),))
+    assert SDBPG().refuse(ok) is None and Penalty().refuse(ok) is None
+    cons = Form(kind="bilevel", variables=(VarInfo("x", "real", (8,)),), constraints=("sum(x) <= 1",))
+    assert "sum(x) <= 1" in SDBPG().refuse(cons)
+    spins = Form(kind="bilevel", variables=(VarInfo("s", "spin", (8,)),))
+    assert "spin" in Penalty().refuse(spins)
+    assert "bilevel" in SDBPG().refuse(Form(kind="minimax"))
