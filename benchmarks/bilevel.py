@@ -91,8 +91,9 @@ METHODS: dict[str, tuple[type, dict[str, Any]]] = {
 }
 
 
-def run_method(name: str, prob: BilevelProblem, x_star: np.ndarray, time_limit: float, max_iter: int,
-               extra: dict[str, Any]) -> dict[str, Any]:
+def run_method(
+    name: str, prob: BilevelProblem, x_star: np.ndarray, time_limit: float, max_iter: int, extra: dict[str, Any]
+) -> dict[str, Any]:
     """Solve once; the progress callback records time and gradient evaluations at 1e-3 error."""
     cls, opts = METHODS[name]
     backend = cls()
@@ -113,19 +114,30 @@ def run_method(name: str, prob: BilevelProblem, x_star: np.ndarray, time_limit: 
     raw = backend.solve(prob, options, ctx)
     wall = time.perf_counter() - t0
     err = float(np.linalg.norm(raw.values[key] - x_star)) / norm
-    return {"method": name, "reached": bool(hit), "time": hit.get("time", wall), "evals": hit.get("evals"),
-            "samples": hit.get("samples"), "final_err": err, "lam_max": float(raw.info["lam_max"]),
-            "status": raw.status.value if not hit else "reached", "iters": raw.iterations,
-            "total_evals": raw.info["grad_evals"]}
+    return {
+        "method": name,
+        "reached": bool(hit),
+        "time": hit.get("time", wall),
+        "evals": hit.get("evals"),
+        "samples": hit.get("samples"),
+        "final_err": err,
+        "lam_max": float(raw.info["lam_max"]),
+        "status": raw.status.value if not hit else "reached",
+        "iters": raw.iterations,
+        "total_evals": raw.info["grad_evals"],
+    }
 
 
 def table(title: str, rows: list[dict[str, Any]]) -> str:
     """Markdown table with ratios against the penalty baseline (time and gradient evaluations)."""
     base = next((r for r in rows if r["method"] == "penalty"), None)
-    out = [f"### {title}", "",
-           "| method | reached 1e-3 | time (s) | grad evals | samples | time / penalty | evals / penalty "
-           "| final rel. error | max λ | end |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        f"### {title}",
+        "",
+        "| method | reached 1e-3 | time (s) | grad evals | samples | time / penalty | evals / penalty "
+        "| final rel. error | max λ | end |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ev = f"{r['evals']:.0f}" if r["evals"] is not None else f">{r['total_evals']:.0f}"
         sm = f"{r['samples']:.3g}" if r["samples"] is not None else "—"
@@ -135,8 +147,10 @@ def table(title: str, rows: list[dict[str, Any]]) -> str:
         else:
             rt = re_ = "—"
         t = f"{r['time']:.2f}" if r["reached"] else f">{r['time']:.1f}"
-        out.append(f"| {r['method']} | {'yes' if r['reached'] else 'no'} | {t} | {ev} | {sm} | {rt} | {re_} | "
-                   f"{r['final_err']:.2e} | {r['lam_max']:.3g} | {r['status']} |")
+        out.append(
+            f"| {r['method']} | {'yes' if r['reached'] else 'no'} | {t} | {ev} | {sm} | {rt} | {re_} | "
+            f"{r['final_err']:.2e} | {r['lam_max']:.3g} | {r['status']} |"
+        )
     return "\n".join(out)
 
 
@@ -151,12 +165,17 @@ def main() -> None:
     problems = {
         "ls200": ("min-norm LS 200×500", lambda: minnorm_problem(200, 500), {}),
         "ls1000": ("min-norm LS 1000×5000", lambda: minnorm_problem(1000, 5000), {}),
-        "reg": ("stochastic regression, 10⁵ samples, d = 100 (rank 50), minibatch 1000",
-                lambda: regression_problem(100_000, 100, 50), {}),
+        "reg": (
+            "stochastic regression, 10⁵ samples, d = 100 (rank 50), minibatch 1000",
+            lambda: regression_problem(100_000, 100, 50),
+            {},
+        ),
     }
     keys = [k for k in args.only.split(",") if k] or list(problems)
-    print(f"# bilevel benchmark (target ‖x − x*‖/‖x*‖ ≤ {TARGET:g}; {limit:g} s per run; torch "
-          f"{torch.__version__}, {torch.get_num_threads()} threads; shared data dir {SHARED_DATA})\n")
+    print(
+        f"# bilevel benchmark (target ‖x − x*‖/‖x*‖ ≤ {TARGET:g}; {limit:g} s per run; torch "
+        f"{torch.__version__}, {torch.get_num_threads()} threads; shared data dir {SHARED_DATA})\n"
+    )
     for key in keys:
         title, make, extra = problems[key]
         prob, x_star = make()

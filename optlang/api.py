@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -47,15 +47,24 @@ def load(path: str | Path, params: Mapping[str, Any] | None = None, data: Mappin
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         from optlang.source import Span
 
-        err = ParseError(f"the file is not UTF-8 text (byte 0x{raw[e.start]:02x})", Span(line, col, line, col + 1),
-                         hint="save the model as UTF-8", code="E105")
+        err = ParseError(
+            f"the file is not UTF-8 text (byte 0x{raw[e.start]:02x})",
+            Span(line, col, line, col + 1),
+            hint="save the model as UTF-8",
+            code="E105",
+        )
         err.source = Source(raw.decode("utf-8", errors="replace"), str(path), p.parent)
         raise err from None
     return parse(text, base_dir=p.parent, params=params, data=data, path=str(path))
 
 
-def parse(text: str, base_dir: str | Path = ".", params: Mapping[str, Any] | None = None,
-          data: Mapping[str, Any] | None = None, path: str = "<string>") -> Model:
+def parse(
+    text: str,
+    base_dir: str | Path = ".",
+    params: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    path: str = "<string>",
+) -> Model:
     """Parse model text (paths in load() are relative to base_dir)."""
     source = Source(text, path, Path(base_dir))
     try:
@@ -64,8 +73,12 @@ def parse(text: str, base_dir: str | Path = ".", params: Mapping[str, Any] | Non
         model = Model(ir, form)
         if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
             problem = model.compiled.problem
-            model.form = replace(form, n_spins=problem.n, nnz=int(problem.J.nnz),  # type: ignore[union-attr]
-                                 has_field=problem.has_field)  # type: ignore[union-attr]
+            model.form = replace(
+                form,
+                n_spins=problem.n,
+                nnz=int(problem.J.nnz),  # type: ignore[union-attr]
+                has_field=problem.has_field,
+            )  # type: ignore[union-attr]
     except OptlangError as e:
         raise e.with_source(source) from None
     return model
@@ -131,10 +144,17 @@ class Model:
 
         return model_latex(self)
 
-    def solve(self, backend: str | None = None, time_limit: float | None = None, seed: int | None = None,
-              device: str | None = None, options: Mapping[str, Any] | None = None,
-              progress: Callable[[dict[str, Any]], None] | None = None, dtype: str | None = None,
-              max_iter: int | None = None) -> Result:
+    def solve(
+        self,
+        backend: str | None = None,
+        time_limit: float | None = None,
+        seed: int | None = None,
+        device: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+        dtype: str | None = None,
+        max_iter: int | None = None,
+    ) -> Result:
         """Solve with the planned (or named) backend; the Result is recomputed from the model."""
         the_plan = self.plan(backend)
         b = registry.get(the_plan.chosen)
@@ -150,8 +170,7 @@ class Model:
         max_iter = max_iter if max_iter is not None else common.get("max_iter")
         bound_mode = common.get("bound", "none")
         if bound_mode not in ("none", "sdp", False, None):
-            raise OptionError("bound", f"unknown bound '{bound_mode}'", hint='use bound = "sdp" or "none"',
-                              code="E702")
+            raise OptionError("bound", f"unknown bound '{bound_mode}'", hint='use bound = "sdp" or "none"', code="E702")
         if bound_mode == "sdp" and self.kind not in ("ising", "maxcut"):
             raise OptionError("bound", 'bound = "sdp" applies to ising and maxcut models only', code="E702")
         if dtype not in ("float32", "float64"):
@@ -163,8 +182,15 @@ class Model:
         t0 = time.perf_counter()
         compiled = self.compiled
         t_compile = time.perf_counter() - t0
-        ctx = RunContext(seed=seed, device=device, dtype=dtype, time_limit=time_limit, max_iter=max_iter,
-                         tol=common.get("tol"), progress=progress)
+        ctx = RunContext(
+            seed=seed,
+            device=device,
+            dtype=dtype,
+            time_limit=time_limit,
+            max_iter=max_iter,
+            tol=common.get("tol"),
+            progress=progress,
+        )
         _seed_everything(seed)
         ctx.restart_clock()
         with interrupt_to_flag(ctx):
@@ -175,15 +201,25 @@ class Model:
             except KeyboardInterrupt:
                 raise
             except Exception as e:  # a backend bug must not look like bad input, nor lose the context
-                raise SolveError(f"backend '{b.name}' failed: {type(e).__name__}: {e}", None,
-                                 hint="this is a bug in optlang; please report it with the model") from e
+                raise SolveError(
+                    f"backend '{b.name}' failed: {type(e).__name__}: {e}",
+                    None,
+                    hint="this is a bug in optlang; please report it with the model",
+                ) from e
             if bound_mode == "sdp" and raw.status.has_solution:
                 raw = _add_sdp_bound(compiled, raw, ctx)
         t_solve = ctx.elapsed()
         if not raw.history and ctx.history:
             raw.history = list(ctx.history)
-        return verify(self, compiled, raw, the_plan, b.name, {"compile": t_compile, "solve": t_solve,
-                                                              "total": t_compile + t_solve}, ctx)
+        return verify(
+            self,
+            compiled,
+            raw,
+            the_plan,
+            b.name,
+            {"compile": t_compile, "solve": t_solve, "total": t_compile + t_solve},
+            ctx,
+        )
 
 
 def _add_sdp_bound(compiled: Compiled, raw: RawSolution, ctx: RunContext) -> RawSolution:

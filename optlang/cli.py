@@ -3,6 +3,7 @@
 Exit codes (documented in docs/cli.md):
   0 success · 1 solved but no usable solution, or a certificate check failed · 2 usage error ·
   3 model or data error · 4 no backend can solve it / a forced backend refuses · 5 a backend failed ·
+  6 (compare) a backend's claimed optimum or bound is contradicted by another's solution ·
   130 interrupted before any solution.
 """
 
@@ -53,8 +54,9 @@ class _Usage(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="optlang", description="Declarative optimization models: check, plan, solve, "
-                                "compare.")
+    p = argparse.ArgumentParser(
+        prog="optlang", description="Declarative optimization models: check, plan, solve, compare."
+    )
     p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command")
 
@@ -142,29 +144,59 @@ def _print_error(e: Any, args: argparse.Namespace) -> None:
             pass
     if getattr(args, "json", False):
         errors = getattr(e, "errors", [e])
-        print(json.dumps({"errors": [{"code": x.code, "message": x.message, "line": x.line, "column": x.column,
-                                      "hint": x.hint, "text": x.render()} for x in errors]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "errors": [
+                        {
+                            "code": x.code,
+                            "message": x.message,
+                            "line": x.line,
+                            "column": x.column,
+                            "hint": x.hint,
+                            "text": x.render(),
+                        }
+                        for x in errors
+                    ]
+                },
+                indent=2,
+            )
+        )
     sys.stderr.write(e.render() + "\n")
 
 
 def _load(args: argparse.Namespace) -> Any:
     import optlang
 
-    return optlang.load(args.model, params=_parse_assignments(args.param, "-p"),
-                        data=_parse_assignments(args.data, "-d"))
+    return optlang.load(
+        args.model, params=_parse_assignments(args.param, "-p"), data=_parse_assignments(args.data, "-d")
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     m = _load(args)
     if args.json:
         f = m.form
-        print(json.dumps({"model": m.name, "kind": m.kind, "sense": f.sense, "summary": f.describe(),
-                          "variables": [{"name": v.name, "kind": v.kind, "shape": list(v.shape), "domain": v.domain,
-                                         "role": v.role} for v in f.variables]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "model": m.name,
+                    "kind": m.kind,
+                    "sense": f.sense,
+                    "summary": f.describe(),
+                    "variables": [
+                        {"name": v.name, "kind": v.kind, "shape": list(v.shape), "domain": v.domain, "role": v.role}
+                        for v in f.variables
+                    ],
+                },
+                indent=2,
+            )
+        )
     else:
         from rich.console import Console
 
-        Console(highlight=False, soft_wrap=True).print(f"[green]ok[/green] {args.model}: {m.kind} — {m.form.describe()}")
+        con = Console(highlight=False, soft_wrap=True)
+        con.print(f"[green]ok[/green] {args.model}: {m.kind} — {m.form.describe()}")
     return EXIT_OK
 
 
@@ -172,9 +204,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     m = _load(args)
     p = m.plan(args.backend)
     if args.json:
-        print(json.dumps({"kind": p.kind, "chosen": p.chosen, "forced": p.forced,
-                          "candidates": [{"name": c.name, "accepted": c.accepted, "reason": c.reason,
-                                          "auto": c.auto} for c in p.candidates]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "kind": p.kind,
+                    "chosen": p.chosen,
+                    "forced": p.forced,
+                    "candidates": [
+                        {"name": c.name, "accepted": c.accepted, "reason": c.reason, "auto": c.auto}
+                        for c in p.candidates
+                    ],
+                },
+                indent=2,
+            )
+        )
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
@@ -216,8 +259,11 @@ class _Progress:
 
         bound = row.get("bound")
         extra = "  ".join(f"{k} {v}" for k, v in row.items() if k not in ("time", "objective", "bound"))
-        text = Text(f"  {row['time']:7.1f}s  objective {row['objective']:.8g}"
-                    + (f"  bound {bound:.8g}" if bound is not None else "") + (f"  {extra}" if extra else ""))
+        text = Text(
+            f"  {row['time']:7.1f}s  objective {row['objective']:.8g}"
+            + (f"  bound {bound:.8g}" if bound is not None else "")
+            + (f"  {extra}" if extra else "")
+        )
         if self.live is None:
             self.live = Live(text, console=Console(stderr=True), refresh_per_second=5, transient=True)
             self.live.start()
@@ -239,8 +285,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
         options[k.strip()] = _value(v.strip())
     progress = _Progress(enabled=not args.quiet and not args.json and sys.stderr.isatty())
     try:
-        r = m.solve(backend=args.backend, time_limit=args.time_limit, seed=args.seed, device=args.device,
-                    options=options, progress=progress, dtype=args.dtype, max_iter=args.max_iter)
+        r = m.solve(
+            backend=args.backend,
+            time_limit=args.time_limit,
+            seed=args.seed,
+            device=args.device,
+            options=options,
+            progress=progress,
+            dtype=args.dtype,
+            max_iter=args.max_iter,
+        )
     finally:
         progress.close()
     if args.output:
@@ -272,8 +326,11 @@ def _print_result(r: Any, m: Any) -> None:
         t.add_row("bound", f"{r.bound:.10g}")
     if r.gap is not None:
         t.add_row("gap", f"{r.gap:.4%}")
-    t.add_row("time", f"{r.timing.get('total', 0):.3f} s (compile {r.timing.get('compile', 0):.3f} s, "
-                      f"solve {r.timing.get('solve', 0):.3f} s)")
+    t.add_row(
+        "time",
+        f"{r.timing.get('total', 0):.3f} s (compile {r.timing.get('compile', 0):.3f} s, "
+        f"solve {r.timing.get('solve', 0):.3f} s)",
+    )
     t.add_row("iterations", str(r.iterations))
     for name, v in r.values.items():
         arr = np.asarray(v)

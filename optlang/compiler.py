@@ -119,24 +119,39 @@ def classify(ir: ModelIR) -> Form:
     elif obj.form in ("minimize", "maximize") and (obj.expr is not None and obj.expr.type.vars & discrete):
         real_used = obj.expr.type.vars - discrete
         if real_used:
-            errors.append(KindError(
-                f"the objective mixes spin/binary variables with real ones ({', '.join(sorted(real_used))})",
-                obj.expr.span, hint="an Ising/QUBO objective uses spin or binary variables only", code="E403"))
+            errors.append(
+                KindError(
+                    f"the objective mixes spin/binary variables with real ones ({', '.join(sorted(real_used))})",
+                    obj.expr.span,
+                    hint="an Ising/QUBO objective uses spin or binary variables only",
+                    code="E403",
+                )
+            )
         deg = degree(obj.expr)
         if deg > 2:
             bad = _first_high_degree(obj.expr, 2)
-            errors.append(KindError(
-                f"the objective has degree {'>2' if math.isinf(deg) else int(deg)} in the spin/binary variables",
-                bad.span, hint="Ising and QUBO objectives are polynomials of degree at most 2", code="E401"))
+            errors.append(
+                KindError(
+                    f"the objective has degree {'>2' if math.isinf(deg) else int(deg)} in the spin/binary variables",
+                    bad.span,
+                    hint="Ising and QUBO objectives are polynomials of degree at most 2",
+                    code="E401",
+                )
+            )
         kind = "ising"
         n_spins = sum(int(np.prod(ir.variables[v].shape)) if ir.variables[v].shape else 1 for v in discrete)
     else:
         for e in exprs + [c.expr for c in ir.constraints]:
             bad_vars = e.type.vars & discrete
             if bad_vars:
-                errors.append(KindError(
-                    f"spin/binary variable{'s' if len(bad_vars) > 1 else ''} {', '.join(sorted(bad_vars))} "
-                    "can only appear in an Ising/QUBO or Max-Cut objective", e.span, code="E404"))
+                errors.append(
+                    KindError(
+                        f"spin/binary variable{'s' if len(bad_vars) > 1 else ''} {', '.join(sorted(bad_vars))} "
+                        "can only appear in an Ising/QUBO or Max-Cut objective",
+                        e.span,
+                        code="E404",
+                    )
+                )
                 break
         if obj.form == "minimax":
             kind = "minimax"
@@ -147,8 +162,9 @@ def classify(ir: ModelIR) -> Form:
         elif argmins:
             kind = "bilevel"
             if obj.form != "minimize":
-                errors.append(ModelError("a bilevel model minimizes its upper level: use `minimize`", obj.span,
-                                         code="E513"))
+                errors.append(
+                    ModelError("a bilevel model minimizes its upper level: use `minimize`", obj.span, code="E513")
+                )
             upper_vars = obj.expr.type.vars if obj.expr is not None else frozenset()
             for c in argmins:
                 if c.over or set(c.names) != set(upper_vars) or not c.expr.type.vars <= set(c.names):
@@ -158,13 +174,17 @@ def classify(ir: ModelIR) -> Form:
         else:
             kind = "smooth"
     if argmins and kind not in ("bilevel", "general_bilevel"):
-        errors.append(ModelError(f"an `argmin` constraint needs a plain `minimize` objective, not a {kind} one",
-                                 argmins[0].span, code="E513"))
+        errors.append(
+            ModelError(
+                f"an `argmin` constraint needs a plain `minimize` objective, not a {kind} one",
+                argmins[0].span,
+                code="E513",
+            )
+        )
     if obj.form == "minimax":
         others = used - set(obj.over)
         if not others:
-            errors.append(ModelError("every variable is maximized: nothing is left to minimize", obj.span,
-                                     code="E514"))
+            errors.append(ModelError("every variable is maximized: nothing is left to minimize", obj.span, code="E514"))
     if errors:
         for e in errors:
             e.with_source(ir.source)
@@ -175,7 +195,8 @@ def classify(ir: ModelIR) -> Form:
         roles = {n: "max" for n in obj.over}
     variables = tuple(
         VarInfo(v.name, v.kind, v.shape, v.domain.kind, roles.get(v.name, "min"))
-        for v in ir.variables.values() if v.name in used or kind == "maxcut"
+        for v in ir.variables.values()
+        if v.name in used or kind == "maxcut"
     )
     if kind == "maxcut":
         variables = (VarInfo("s", SPIN, (n_spins,)),)
@@ -187,11 +208,23 @@ def classify(ir: ModelIR) -> Form:
     linear = _linear_residual(obj.expr) if kind == "dro" and obj.expr is not None else None
     cvx = all(cvxpy_ok(e) for e in exprs) and all(cvxpy_ok(c.expr) for c in ir.constraints)
     return Form(
-        kind=kind, sense=sense, variables=variables, n_scalar=n_scalar, constraints=general, degree=None if deg is None
-        else int(deg), n_spins=n_spins, nnz=nnz, has_field=has_field, n_samples=n_samples,
-        ambiguity=amb.kind if amb else None, ambiguity_base=amb.base if amb and amb.kind == "target_conditional"
-        else None, linear_residual=linear is not None, cvxpy_ok=cvx, n_objectives=max(1, len(obj.entries)),
-        has_preference=obj.prefer is not None, matrix_vars=any(len(v.shape) == 2 for v in variables),
+        kind=kind,
+        sense=sense,
+        variables=variables,
+        n_scalar=n_scalar,
+        constraints=general,
+        degree=None if deg is None else int(deg),
+        n_spins=n_spins,
+        nnz=nnz,
+        has_field=has_field,
+        n_samples=n_samples,
+        ambiguity=amb.kind if amb else None,
+        ambiguity_base=amb.base if amb and amb.kind == "target_conditional" else None,
+        linear_residual=linear is not None,
+        cvxpy_ok=cvx,
+        n_objectives=max(1, len(obj.entries)),
+        has_preference=obj.prefer is not None,
+        matrix_vars=any(len(v.shape) == 2 for v in variables),
     )
 
 
@@ -200,8 +233,12 @@ def _linear_residual(loss: Node, tables: dict[str, Any] | None = None) -> tuple[
     """Match ℓ = φ(±(X @ w + b − y)) with φ square/abs; returns (X, y, w, b, φ) or None."""
     if not isinstance(loss, Op):
         return None
-    if loss.atom == "pow" and isinstance(loss.args[1], Const) and np.ndim(loss.args[1].value) == 0 \
-            and float(loss.args[1].value) == 2.0:
+    if (
+        loss.atom == "pow"
+        and isinstance(loss.args[1], Const)
+        and np.ndim(loss.args[1].value) == 0
+        and float(loss.args[1].value) == 2.0
+    ):
         phi, inner = "square", loss.args[0]
     elif loss.atom in ("square", "abs"):
         phi, inner = loss.atom, loss.args[0]
@@ -221,8 +258,15 @@ def _linear_residual(loss: Node, tables: dict[str, Any] | None = None) -> tuple[
     X = y = w = b = None
     signs: dict[str, float] = {}
     for s, t in terms:
-        if isinstance(t, Op) and t.atom == "matmul" and isinstance(t.args[0], Const) and t.args[0].type.sample \
-                and isinstance(t.args[1], Var) and len(t.args[1].type.shape) == 1 and X is None:
+        if (
+            isinstance(t, Op)
+            and t.atom == "matmul"
+            and isinstance(t.args[0], Const)
+            and t.args[0].type.sample
+            and isinstance(t.args[1], Var)
+            and len(t.args[1].type.shape) == 1
+            and X is None
+        ):
             X, w, signs["w"] = t.args[0].value, t.args[1].name, s
         elif isinstance(t, Var) and t.type.shape == () and b is None:
             b, signs["b"] = t.name, s
@@ -305,8 +349,9 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
             if table and ir.tables[table].y is not None:
                 targets = ir.tables[table].y
         lin = _linear_residual(obj.expr)
-        linear = LinearResidual(lin[0], lin[1], lin[2], lin[3], lin[4] if lin[4] != "square" else "square") \
-            if lin else None
+        linear = (
+            LinearResidual(lin[0], lin[1], lin[2], lin[3], lin[4] if lin[4] != "square" else "square") if lin else None
+        )
         if linear is not None and lin[4] not in ("square", "abs"):
             linear = None
         problem = DROProblem(variables, torch_function(obj.expr, per_sample=True), obj.ambiguity, n, targets, linear)

@@ -76,9 +76,12 @@ def check_size(nbytes: float, what: str, span: Span | None) -> None:
     """Refuse an allocation that would not fit, before it happens."""
     limit = memory_limit()
     if nbytes > limit:
-        raise DataError(f"{what} would need {_human(nbytes)}, more than the {_human(limit)} this machine allows",
-                        span, hint="use a smaller size, or a sparse generator (erdos_renyi, random_regular, torus)",
-                        code="E610")
+        raise DataError(
+            f"{what} would need {_human(nbytes)}, more than the {_human(limit)} this machine allows",
+            span,
+            hint="use a smaller size, or a sparse generator (erdos_renyi, random_regular, torus)",
+            code="E610",
+        )
 
 
 def _human(n: float) -> str:
@@ -94,8 +97,12 @@ def check_finite(arr: Any, what: str, span: Span | None) -> None:
     if vals.dtype.kind in "fc" and not np.all(np.isfinite(vals)):
         bad = np.argwhere(~np.isfinite(vals))[0] if not sp.issparse(arr) else None
         where = f" (first at index {tuple(int(i) for i in bad)})" if bad is not None else ""
-        raise DataError(f"{what} contains NaN or infinite values{where}", span,
-                        hint="clean the data, or drop the rows with missing values", code="E603")
+        raise DataError(
+            f"{what} contains NaN or infinite values{where}",
+            span,
+            hint="clean the data, or drop the rows with missing values",
+            code="E603",
+        )
 
 
 # ------------------------------------------------------------------ load
@@ -108,8 +115,12 @@ def load(path: str, base_dir: Path, span: Span | None, kind: str = "param", **kw
     if not p.is_absolute():
         p = base_dir / p
     if not p.exists():
-        raise DataError(f"file not found: {path} (looked in {p.parent})", span,
-                        hint="paths are relative to the folder of the model file", code="E601")
+        raise DataError(
+            f"file not found: {path} (looked in {p.parent})",
+            span,
+            hint="paths are relative to the folder of the model file",
+            code="E601",
+        )
     if p.is_dir():
         raise DataError(f"{path} is a folder, not a file", span, code="E601")
     ext = p.suffix.lower()
@@ -117,8 +128,12 @@ def load(path: str, base_dir: Path, span: Span | None, kind: str = "param", **kw
     allowed = {"param": {"key"}, "data": {"target", "key"}, "graph": set()}[kind]
     for k in kw:
         if k not in allowed:
-            raise DataError(f"load() for a {kind} has no argument '{k}'", span,
-                            hint=f"accepted: {', '.join(sorted(allowed)) or 'none'}", code="E604")
+            raise DataError(
+                f"load() for a {kind} has no argument '{k}'",
+                span,
+                hint=f"accepted: {', '.join(sorted(allowed)) or 'none'}",
+                code="E604",
+            )
     try:
         if kind == "graph":
             return _load_graph(p, path, span)
@@ -139,8 +154,12 @@ def load(path: str, base_dir: Path, span: Span | None, kind: str = "param", **kw
         elif ext == ".json":
             arr = _load_json(p, path, span, kw.get("key"))
         else:
-            raise DataError(f"cannot read '{path}': unknown file type '{ext or '(none)'}'", span,
-                            hint="use .npy, .npz, .csv, .mtx, .json, or a Gset/edge-list .txt for graphs", code="E602")
+            raise DataError(
+                f"cannot read '{path}': unknown file type '{ext or '(none)'}'",
+                span,
+                hint="use .npy, .npz, .csv, .mtx, .json, or a Gset/edge-list .txt for graphs",
+                code="E602",
+            )
     except DataError:
         raise
     except (ValueError, OSError, KeyError, IndexError, UnicodeDecodeError) as e:
@@ -170,8 +189,11 @@ def _load_npz(p: Path, path: str, span: Span | None, key: str | None) -> Any:
             return sp.load_npz(p).tocsr().astype(np.float64)
         if key is None:
             if len(keys) != 1:
-                raise DataError(f"'{path}' holds several arrays ({', '.join(keys)}): choose one with key = \"...\"",
-                                span, code="E604")
+                raise DataError(
+                    f"'{path}' holds several arrays ({', '.join(keys)}): choose one with key = \"...\"",
+                    span,
+                    code="E604",
+                )
             key = keys[0]
         if key not in keys:
             raise DataError(f"'{path}' has no array '{key}'", span, hint=f"it holds: {', '.join(keys)}", code="E604")
@@ -190,9 +212,12 @@ def _load_csv(p: Path, path: str, span: Span | None, target: str | None) -> Data
     try:
         arr = np.array([[float(v) if v.strip() != "" else np.nan for v in r] for r in rows], dtype=np.float64)
     except ValueError as e:
-        raise DataError(f"'{path}' has a non-numeric value: {e}", span,
-                        hint="every column of a data table must be numeric (encode categories as 0/1)",
-                        code="E602") from None
+        raise DataError(
+            f"'{path}' has a non-numeric value: {e}",
+            span,
+            hint="every column of a data table must be numeric (encode categories as 0/1)",
+            code="E602",
+        ) from None
     if arr.ndim != 2 or arr.shape[1] != len(header):
         raise DataError(f"'{path}' rows do not all have {len(header)} columns", span, code="E602")
     check_finite(arr, f"'{path}'", span)
@@ -202,8 +227,12 @@ def _load_csv(p: Path, path: str, span: Span | None, target: str | None) -> Data
         import difflib
 
         close = difflib.get_close_matches(target, header, n=1)
-        raise DataError(f"'{path}' has no column '{target}'", span,
-                        hint=(f"did you mean '{close[0]}'?" if close else f"columns: {', '.join(header)}"), code="E604")
+        raise DataError(
+            f"'{path}' has no column '{target}'",
+            span,
+            hint=(f"did you mean '{close[0]}'?" if close else f"columns: {', '.join(header)}"),
+            code="E604",
+        )
     j = header.index(target)
     X = np.delete(arr, j, axis=1)
     return DataTable("", X, arr[:, j].copy(), tuple(h for h in header if h != target), str(p))
@@ -236,10 +265,16 @@ def _load_graph(p: Path, path: str, span: Span | None) -> Graph:
     if ext == ".json":
         obj = json.loads(p.read_text(encoding="utf-8"))
         if not isinstance(obj, dict) or "edges" not in obj or "n" not in obj:
-            raise DataError(f"'{path}' is not a graph: expected {{\"n\": N, \"edges\": [[i, j, w], ...]}}", span,
-                            code="E605")
-        return _graph_from_edges(int(obj["n"]), np.asarray(obj["edges"], dtype=np.float64), path, span,
-                                 one_based=bool(obj.get("one_based", False)))
+            raise DataError(
+                f'\'{path}\' is not a graph: expected {{"n": N, "edges": [[i, j, w], ...]}}', span, code="E605"
+            )
+        return _graph_from_edges(
+            int(obj["n"]),
+            np.asarray(obj["edges"], dtype=np.float64),
+            path,
+            span,
+            one_based=bool(obj.get("one_based", False)),
+        )
     if ext in (".npz",):
         return Graph(_symmetrize(sp.load_npz(p).tocsr().astype(np.float64)), str(p))
     return _load_edge_list(p, path, span)
@@ -254,8 +289,9 @@ def _load_edge_list(p: Path, path: str, span: Span | None) -> Graph:
         try:
             n, m = int(header[0]), int(header[1])
         except ValueError:
-            raise DataError(f"'{path}': the first line must be two integers `n m`, got '{' '.join(header)}'", span,
-                            code="E605") from None
+            raise DataError(
+                f"'{path}': the first line must be two integers `n m`, got '{' '.join(header)}'", span, code="E605"
+            ) from None
         check_size(m * 40.0, f"graph '{path}'", span)
         body = np.loadtxt(f, dtype=np.float64, ndmin=2) if m else np.zeros((0, 3))
     if body.shape[0] != m:
@@ -275,8 +311,13 @@ def _graph_from_edges(n: int, edges: np.ndarray, path: str, span: Span | None, o
     j = edges[:, 1].astype(np.int64) - (1 if one_based else 0)
     w = edges[:, 2] if edges.shape[1] == 3 else np.ones(len(i))
     if i.min() < 0 or j.min() < 0 or i.max() >= n or j.max() >= n:
-        raise DataError(f"'{path}': an edge names a node outside 1..{n}" if one_based else
-                        f"'{path}': an edge names a node outside 0..{n - 1}", span, code="E605")
+        raise DataError(
+            f"'{path}': an edge names a node outside 1..{n}"
+            if one_based
+            else f"'{path}': an edge names a node outside 0..{n - 1}",
+            span,
+            code="E605",
+        )
     keep = i != j
     A = sp.coo_matrix((w[keep], (i[keep], j[keep])), shape=(n, n)).tocsr()
     return Graph(_symmetrize(A), path)
@@ -321,8 +362,7 @@ def _weights(m: int, weights: str, rng: np.random.Generator, span: Span | None) 
         return rng.choice(np.array([-1.0, 1.0]), size=m)
     if weights == "uniform":
         return rng.random(m)
-    raise DataError(f"unknown weights '{weights}'", span, hint="use \"unit\", \"signed\" (±1) or \"uniform\"",
-                    code="E606")
+    raise DataError(f"unknown weights '{weights}'", span, hint='use "unit", "signed" (±1) or "uniform"', code="E606")
 
 
 def erdos_renyi(n: int, p: float, seed: int | None, weights: str, span: Span | None) -> Graph:

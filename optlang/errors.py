@@ -18,8 +18,14 @@ class OptlangError(Exception):
     code = "E000"
     category = "error"
 
-    def __init__(self, message: str, span: Span | None = None, hint: str | None = None,
-                 source: Source | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        span: Span | None = None,
+        hint: str | None = None,
+        source: Source | None = None,
+        code: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
@@ -107,8 +113,9 @@ class OptionError(OptlangError):
 
     code = "E700"
 
-    def __init__(self, key: str, message: str, span: Span | None = None, hint: str | None = None,
-                 code: str | None = None) -> None:
+    def __init__(
+        self, key: str, message: str, span: Span | None = None, hint: str | None = None, code: str | None = None
+    ) -> None:
         super().__init__(message, span=span, hint=hint, code=code)
         self.key = key
 
@@ -137,5 +144,3 @@ class ModelErrors(OptlangError):
         body = "\n\n".join(e.render() for e in self.errors)
         n = len(self.errors)
         return body + (f"\n\n{n} errors" if n > 1 else "")
-
-

@@ -9,8 +9,14 @@ from optlang.ir.nodes import Const, Node, Op, Var
 if TYPE_CHECKING:
     from optlang.api import Model
 
-_FUNCS = {"sum": r"\textstyle\sum", "mean": r"\operatorname{mean}", "exp": r"\exp", "log": r"\log",
-          "tanh": r"\tanh", "sqrt": r"\sqrt"}
+_FUNCS = {
+    "sum": r"\textstyle\sum",
+    "mean": r"\operatorname{mean}",
+    "exp": r"\exp",
+    "log": r"\log",
+    "tanh": r"\tanh",
+    "sqrt": r"\sqrt",
+}
 
 
 def expr_latex(n: Node) -> str:
@@ -70,13 +76,18 @@ def model_latex(model: Model) -> str:
     if o.form in ("minimize", "maximize"):
         lines.append(f"\\{'min' if o.form == 'minimize' else 'max'}\\; {expr_latex(o.expr)}")  # type: ignore[arg-type]
     elif o.form == "maxcut":
-        lines.append(f"\\max_{{s \\in \\{{\\pm 1\\}}^n}} \\textstyle\\sum_{{(i,j) \\in E({o.graph})}} w_{{ij}}"
-                     "\\frac{1 - s_i s_j}{2}")
+        lines.append(
+            f"\\max_{{s \\in \\{{\\pm 1\\}}^n}} \\textstyle\\sum_{{(i,j) \\in E({o.graph})}} w_{{ij}}"
+            "\\frac{1 - s_i s_j}{2}"
+        )
     elif o.form == "minimax":
         lines.append(f"\\min \\max_{{{', '.join(o.over)}}}\\; {expr_latex(o.expr)}")  # type: ignore[arg-type]
     elif o.form == "robust":
-        lines.append(f"\\min \\sup_{{Q \\in \\mathcal{{U}}_{{{o.ambiguity.kind}}}}} \\mathbb{{E}}_Q"  # type: ignore
-                     f"\\left[{expr_latex(o.expr)}\\right]")  # type: ignore[arg-type]
+        amb = o.ambiguity.kind.replace("_", " ")  # type: ignore[union-attr]
+        lines.append(
+            f"\\min \\sup_{{Q \\in \\mathcal{{U}}_{{\\text{{{amb}}}}}}} \\mathbb{{E}}_Q"
+            f"\\left[{expr_latex(o.expr)}\\right]"
+        )  # type: ignore[arg-type]
     elif o.form == "multi":
         lines.append("\\min\\; \\left(" + ",\\; ".join(f"{k}: {expr_latex(e)}" for k, e in o.entries) + "\\right)")
         if o.prefer is not None:
@@ -85,10 +96,12 @@ def model_latex(model: Model) -> str:
         if c.sense == "argmin":
             lines.append(f"\\text{{s.t. }} {', '.join(c.names)} \\in \\arg\\min\\; {expr_latex(c.expr)}")
         else:
-            lines.append(f"\\text{{s.t. }} {expr_latex(c.expr)} {'\\le' if c.sense == '<=' else '='} 0")
+            rel = "\\le" if c.sense == "<=" else "="
+            lines.append(f"\\text{{s.t. }} {expr_latex(c.expr)} {rel} 0")
     for v in ir.variables.values():
         dom = {"spin": "\\{-1, 1\\}", "binary": "\\{0, 1\\}"}.get(v.kind, "\\mathbb{R}")
         dims = "^{" + "\\times".join(map(str, v.shape)) + "}" if v.shape else ""
-        lines.append(f"{v.name} \\in {dom}{dims}" + (f",\\; {v.name}\\ {v.domain.describe()}"
-                                                      if v.domain.kind != "free" else ""))
+        lines.append(
+            f"{v.name} \\in {dom}{dims}" + (f",\\; {v.name}\\ {v.domain.describe()}" if v.domain.kind != "free" else "")
+        )
     return " \\\\\n".join(lines)

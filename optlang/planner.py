@@ -60,7 +60,11 @@ class Plan:
 def plan(form: Form, backend: str = "auto", span: Span | None = None) -> Plan:
     """Rank every registered backend for `form` and choose one (or check the forced one)."""
     cands: list[Candidate] = []
-    for name in registry.names():
+    forced_name = None if backend in ("auto", "", None) else backend
+    names = registry.names()
+    if forced_name in names:
+        names = [forced_name]  # a named backend: import and ask only that one
+    for name in names:
         b = registry.get(name)
         reason = b.available() or b.refuse(form)
         cands.append(Candidate(name, reason is None, reason or b.summary, b.priority, b.auto))
@@ -71,23 +75,32 @@ def plan(form: Form, backend: str = "auto", span: Span | None = None) -> Plan:
     if backend in ("auto", "", None):
         auto = [c for c in accepted if c.auto]
         if form.kind == "general_bilevel":
-            raise PlanError("this is a general bilevel problem (the lower level optimizes other variables than the "
-                            "upper level); no backend for it exists yet", span,
-                            hint="for a simple bilevel problem write `x in argmin g(x)` over the upper level's "
-                                 "variables", code="E801")
+            raise PlanError(
+                "this is a general bilevel problem (the lower level optimizes other variables than the "
+                "upper level); no backend for it exists yet",
+                span,
+                hint="for a simple bilevel problem write `x in argmin g(x)` over the upper level's variables",
+                code="E801",
+            )
         if not auto:
             detail = "; ".join(f"{c.name}: {c.reason}" for c in refused) or "none is registered for it"
             raise PlanError(f"no backend can solve this {form.kind} model — {detail}", span, code="E802")
         return Plan(form.kind, auto[0].name, ordered, form)
     if backend not in registry.names():
         close = difflib.get_close_matches(backend, registry.names(), n=1)
-        raise PlanError(f"unknown backend '{backend}'", span,
-                        hint=f"did you mean '{close[0]}'?" if close else "backends: " + ", ".join(registry.names()),
-                        code="E803")
+        raise PlanError(
+            f"unknown backend '{backend}'",
+            span,
+            hint=f"did you mean '{close[0]}'?" if close else "backends: " + ", ".join(registry.names()),
+            code="E803",
+        )
     forced = next(c for c in cands if c.name == backend)
     if not forced.accepted:
-        raise PlanError(f"backend '{backend}' cannot solve this model: {forced.reason}", span,
-                        hint=("backends that can: " + ", ".join(c.name for c in accepted)) if accepted else None,
-                        code="E804")
+        raise PlanError(
+            f"backend '{backend}' cannot solve this model: {forced.reason}",
+            span,
+            hint=("backends that can: " + ", ".join(c.name for c in accepted)) if accepted else None,
+            code="E804",
+        )
     del others
     return Plan(form.kind, backend, ordered, form, forced=True)

@@ -118,7 +118,11 @@ class Result:
         obj = "—" if self.objective is None else f"{self.objective:.10g}"
         s = f"{self.status.value}: objective {obj}"
         if self.bound is not None:
-            s += f", bound {self.bound:.10g}, gap {self.gap:.3%}" if self.gap is not None else f", bound {self.bound:.10g}"
+            s += (
+                f", bound {self.bound:.10g}, gap {self.gap:.3%}"
+                if self.gap is not None
+                else f", bound {self.bound:.10g}"
+            )
         return s + f" ({self.backend}, {self.timing.get('total', 0.0):.2f}s)"
 
 

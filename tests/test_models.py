@@ -97,8 +97,12 @@ def test_chi2_dro_matches_cvxpy() -> None:
 def test_zdt1_preference_matches_the_1d_optimum() -> None:
     m = _load("zdt1_pref.opt")
     r = m.solve(time_limit=20, seed=0)
-    best = minimize_scalar(lambda f1: (f1 - 0.3) ** 2 + (1 - np.sqrt(f1) - 0.3) ** 2, bounds=(0, 1),
-                           method="bounded", options={"xatol": 1e-12}).fun
+    best = minimize_scalar(
+        lambda f1: (f1 - 0.3) ** 2 + (1 - np.sqrt(f1) - 0.3) ** 2,
+        bounds=(0, 1),
+        method="bounded",
+        options={"xatol": 1e-12},
+    ).fun
     assert r.objective == pytest.approx(best, abs=1e-3)
 
 
@@ -108,8 +112,9 @@ def test_portfolio_matches_cvxpy() -> None:
     m = _load("portfolio.opt")
     F, mu = m.ir.params["F"], m.ir.params["mu"]
     w = cp.Variable(12)
-    prob = cp.Problem(cp.Minimize(cp.sum_squares(F.T @ w) + 0.01 * cp.sum_squares(w) - mu @ w),
-                      [w >= 0, cp.sum(w) == 1])
+    prob = cp.Problem(
+        cp.Minimize(cp.sum_squares(F.T @ w) + 0.01 * cp.sum_squares(w) - mu @ w), [w >= 0, cp.sum(w) == 1]
+    )
     prob.solve()
     r = m.solve(seed=0)
     assert r.objective == pytest.approx(prob.value, abs=1e-5)

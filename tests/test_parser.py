@@ -68,8 +68,10 @@ def test_solver_block_separators_and_values() -> None:
 
 
 def test_types_shapes_and_sample_axis() -> None:
-    m = optlang.parse('param X = randn(30, 4, seed = 1)\nparam y = randn(30, seed = 2)\nvar w[4]\n'
-                      "let r = X @ w - y\nminimize mean(r^2)\n", )
+    m = optlang.parse(
+        "param X = randn(30, 4, seed = 1)\nparam y = randn(30, seed = 2)\nvar w[4]\n"
+        "let r = X @ w - y\nminimize mean(r^2)\n",
+    )
     r = m.ir.lets["r"]
     assert r.type.shape == (30,) and r.type.vars == {"w"}
     d = optlang.load(ROOT / "models" / "housing_tc.opt")
@@ -103,8 +105,38 @@ def test_every_language_example_parses() -> None:
 
 # ------------------------------------------------------------------ fuzzing
 _SOURCES = [p.read_text(encoding="utf-8") for p in MODELS if p.name != "maxcut_g1.opt"]
-_TOKENS = ["(", ")", "[", "]", "{", "}", ",", ";", "\n", "+", "*", "@", "^", ":", "=", "in", "var", "spin",
-           "minimize", "max over", "argmin", "1e400", "-1", "0", "x", "\"", "#", "\xff", "robust", "within"]
+_TOKENS = [
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ";",
+    "\n",
+    "+",
+    "*",
+    "@",
+    "^",
+    ":",
+    "=",
+    "in",
+    "var",
+    "spin",
+    "minimize",
+    "max over",
+    "argmin",
+    "1e400",
+    "-1",
+    "0",
+    "x",
+    '"',
+    "#",
+    "\xff",
+    "robust",
+    "within",
+]
 
 
 @st.composite
@@ -119,7 +151,7 @@ def mutated(draw: st.DrawFn) -> str:
         elif op == "insert":
             text = text[:pos] + draw(st.sampled_from(_TOKENS)) + text[pos:]
         elif op == "replace":
-            text = text[:pos] + draw(st.sampled_from(_TOKENS)) + text[pos + 1:]
+            text = text[:pos] + draw(st.sampled_from(_TOKENS)) + text[pos + 1 :]
         else:
             lines = text.splitlines()
             if len(lines) > 1:

@@ -36,13 +36,20 @@ def test_unknown_backend_has_did_you_mean() -> None:
     assert "did you mean 'gd'" in (info.value.hint or "")
 
 
-@pytest.mark.parametrize("text, kind, default", [
-    ("var x\nminimize (x - 1)^2\n", "smooth", "gd"),
-    ("var x[3]\nminimize sumsq(x)\nsubject to { x in argmin sum(x)^2 }\n", "bilevel", "sdbpg"),
-    ("var x[2]\nvar y[2] in ball(1)\nminimize max over y: dot(x, y) - sumsq(y) + sumsq(x)\n", "minimax", "adasgda"),
-    ("param X = randn(20, 2, seed = 1)\nparam y = randn(20, seed = 2)\nvar w[2]\n"
-     "minimize robust mean((X @ w - y)^2) within kl(radius = 0.1)\n", "dro", "tcdro"),
-])
+@pytest.mark.parametrize(
+    "text, kind, default",
+    [
+        ("var x\nminimize (x - 1)^2\n", "smooth", "gd"),
+        ("var x[3]\nminimize sumsq(x)\nsubject to { x in argmin sum(x)^2 }\n", "bilevel", "sdbpg"),
+        ("var x[2]\nvar y[2] in ball(1)\nminimize max over y: dot(x, y) - sumsq(y) + sumsq(x)\n", "minimax", "adasgda"),
+        (
+            "param X = randn(20, 2, seed = 1)\nparam y = randn(20, seed = 2)\nvar w[2]\n"
+            "minimize robust mean((X @ w - y)^2) within kl(radius = 0.1)\n",
+            "dro",
+            "tcdro",
+        ),
+    ],
+)
 def test_default_backend_per_kind(text: str, kind: str, default: str) -> None:
     m = optlang.parse(text)
     p = m.plan()
@@ -51,8 +58,10 @@ def test_default_backend_per_kind(text: str, kind: str, default: str) -> None:
 
 
 def test_baselines_are_never_chosen_automatically() -> None:
-    m = optlang.parse("param X = randn(20, 2, seed = 1)\nparam y = randn(20, seed = 2)\nvar w[2]\n"
-                      "minimize robust mean((X @ w - y)^2) within chi2(radius = 0.1)\n")
+    m = optlang.parse(
+        "param X = randn(20, 2, seed = 1)\nparam y = randn(20, seed = 2)\nvar w[2]\n"
+        "minimize robust mean((X @ w - y)^2) within chi2(radius = 0.1)\n"
+    )
     p = m.plan()
     erm = next(c for c in p.candidates if c.name == "erm")
     assert erm.accepted and not erm.auto and p.chosen != "erm"

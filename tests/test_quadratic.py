@@ -55,7 +55,7 @@ def _all_points(model: optlang.Model) -> list[dict[str, np.ndarray]]:
     for bits in itertools.product([0, 1], repeat=total):
         vals, o = {}, 0
         for v, k in zip(vars_, sizes, strict=True):
-            b = np.array(bits[o:o + k], dtype=float)
+            b = np.array(bits[o : o + k], dtype=float)
             vals[v.name] = b if v.kind == "binary" else 2 * b - 1
             o += k
         out.append(vals)
@@ -91,7 +91,7 @@ def test_lowering_keeps_j_symmetric_with_zero_diagonal() -> None:
 
 
 def test_maxcut_is_lowered_from_the_graph() -> None:
-    m = optlang.parse('graph G = erdos_renyi(30, 0.2, seed = 1)\nmaxcut G\n')
+    m = optlang.parse("graph G = erdos_renyi(30, 0.2, seed = 1)\nmaxcut G\n")
     p = m.compiled.problem
     rng = np.random.default_rng(0)
     W = m.ir.graphs["G"].W

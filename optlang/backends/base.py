@@ -8,15 +8,15 @@ options, ctx)` that returns a RawSolution. Registering it is one line in registr
 from __future__ import annotations
 
 import dataclasses
-from abc import ABC, abstractmethod
 import difflib
 import logging
 import math
 import signal
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("optlang")
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """How a solve ended. `has_solution` says whether `values` hold a usable point."""
 
     OPTIMAL = "optimal"  # proven optimal (closed tree, exact enumeration, convex solver optimum)
@@ -151,8 +151,11 @@ def resolve_device(device: str | None) -> str:
         import torch
 
         if not torch.cuda.is_available():
-            raise OptionError("device", "device 'cuda' was asked for but torch sees no CUDA GPU",
-                              hint="use --device cpu or --device auto")
+            raise OptionError(
+                "device",
+                "device 'cuda' was asked for but torch sees no CUDA GPU",
+                hint="use --device cpu or --device auto",
+            )
     elif device != "cpu":
         raise OptionError("device", f"unknown device '{device}'", hint="use cpu, cuda or auto")
     return device
@@ -232,8 +235,11 @@ class Backend(ABC):
                 continue
             if key not in fields:
                 close = difflib.get_close_matches(key, list(fields) + list(COMMON_OPTIONS), n=1)
-                hint = f"did you mean '{close[0]}'?" if close else (
-                    "options: " + ", ".join(sorted(list(fields) + list(COMMON_OPTIONS))))
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else ("options: " + ", ".join(sorted(list(fields) + list(COMMON_OPTIONS))))
+                )
                 raise OptionError(key, f"backend '{self.name}' has no option '{key}'", hint=hint)
             kwargs[key] = _coerce(value, fields[key], key, self.name)
         return self.Options(**kwargs)

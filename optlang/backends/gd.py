@@ -40,8 +40,10 @@ class GD(Backend):
         if base:
             return base
         if form.constraints:
-            return (f"cannot honour general constraints ({'; '.join(form.constraints)}); only variable domains "
-                    "are projected")
+            return (
+                f"cannot honour general constraints ({'; '.join(form.constraints)}); only variable domains "
+                "are projected"
+            )
         return None
 
     def solve(self, problem: SmoothProblem, options: GDOptions, ctx: RunContext) -> RawSolution:  # type: ignore[override]
@@ -83,13 +85,21 @@ class GD(Backend):
             if ctx.should_stop():
                 break
         assert best is not None
-        return RawSolution(status=status, values=best, objective=best_val, iterations=total_iters,
-                           info={"method": method})
+        return RawSolution(
+            status=status, values=best, objective=best_val, iterations=total_iters, info={"method": method}
+        )
 
     def _lbfgs(self, f, x, max_iter, tol, ctx):
         params = list(x.values())
-        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
-                                tolerance_grad=tol, tolerance_change=1e-12)
+        opt = torch.optim.LBFGS(
+            params,
+            lr=1.0,
+            max_iter=20,
+            history_size=20,
+            line_search_fn="strong_wolfe",
+            tolerance_grad=tol,
+            tolerance_change=1e-12,
+        )
 
         def closure():
             opt.zero_grad()

@@ -96,10 +96,16 @@ class _PenaltyRun:
         self.max_iter = ctx.max_iter if ctx.max_iter is not None else o.max_iter
         self.tracer = Tracer(o.trace_points)
         gen_e = make_generator(ctx, 3)
-        self.eval_f = None if (self.of.n or 0) <= o.eval_samples else torch.randperm(
-            self.of.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
-        self.eval_g = None if (self.og.n or 0) <= o.eval_samples else torch.randperm(
-            self.og.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
+        self.eval_f = (
+            None
+            if (self.of.n or 0) <= o.eval_samples
+            else torch.randperm(self.of.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
+        )
+        self.eval_g = (
+            None
+            if (self.og.n or 0) <= o.eval_samples
+            else torch.randperm(self.og.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
+        )
         stochastic = self.of.stochastic or self.og.stochastic
         self.use_lbfgs = o.inner == "lbfgs" or (o.inner == "auto" and not stochastic and not self.flat.needs_projection)
         if self.use_lbfgs and self.flat.needs_projection:
@@ -150,8 +156,15 @@ class _PenaltyRun:
     def _stage_lbfgs(self, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:
         o = self.o
         xp = x.detach().clone().requires_grad_(True)
-        opt = torch.optim.LBFGS([xp], lr=1.0, max_iter=o.report_every, history_size=o.history_size,
-                                tolerance_grad=0.0, tolerance_change=0.0, line_search_fn="strong_wolfe")
+        opt = torch.optim.LBFGS(
+            [xp],
+            lr=1.0,
+            max_iter=o.report_every,
+            history_size=o.history_size,
+            tolerance_grad=0.0,
+            tolerance_change=0.0,
+            line_search_fn="strong_wolfe",
+        )
         state = {"gnorm": math.inf, "gf": 1.0}
 
         def closure() -> torch.Tensor:
@@ -215,8 +228,9 @@ class _PenaltyRun:
                 k = 0
             x_prev, x = x, x_new
             self.t += 1
-            rel = float(torch.linalg.vector_norm(d)) / max(float(torch.linalg.vector_norm(gf)),
-                                                           float(torch.linalg.vector_norm(gg)) / self.eps, 1e-30)
+            rel = float(torch.linalg.vector_norm(d)) / max(
+                float(torch.linalg.vector_norm(gf)), float(torch.linalg.vector_norm(gg)) / self.eps, 1e-30
+            )
             ema = 0.9 * ema + 0.1 * rel
             if ema < 0.9 * ema_best:
                 ema_best, best_t = ema, step
@@ -227,8 +241,9 @@ class _PenaltyRun:
         return x, None, ""
 
     # --- monitoring
-    def _full_grad(self, oracle: Oracle, x: torch.Tensor, subset: torch.Tensor | None
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _full_grad(
+        self, oracle: Oracle, x: torch.Tensor, subset: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         xr = x.detach().requires_grad_(True)
         val = oracle.fn(self.flat.unpack(xr), subset)
         gr = torch.autograd.grad(val, xr, allow_unused=True)[0] if val.requires_grad else None
@@ -241,15 +256,31 @@ class _PenaltyRun:
             g = float(self.og.value(x, self.eval_g))
         if math.isfinite(f) and math.isfinite(g):
             self.best = x.clone()
-        row = {"iter": self.t, "time": self.ctx.elapsed(), "f": f, "g": g, "eps": self.eps,
-               "lam": 1.0 / self.eps, "grad_evals": self.of.calls + self.og.calls,
-               "samples": self.of.samples + self.og.samples}
+        row = {
+            "iter": self.t,
+            "time": self.ctx.elapsed(),
+            "f": f,
+            "g": g,
+            "eps": self.eps,
+            "lam": 1.0 / self.eps,
+            "grad_evals": self.of.calls + self.og.calls,
+            "samples": self.of.samples + self.og.samples,
+        }
         if self.p.lower_optimum is not None:
             row["gap"] = g - float(self.p.lower_optimum)
         self.tracer.add(row)
         flat = self.flat
-        self.ctx.report(f, None, iteration=self.t, g=g, lam=1.0 / self.eps, lam_max=1.0 / self.eps,
-                        grad_evals=row["grad_evals"], samples=row["samples"], point=lambda: flat.to_numpy(x))
+        self.ctx.report(
+            f,
+            None,
+            iteration=self.t,
+            g=g,
+            lam=1.0 / self.eps,
+            lam_max=1.0 / self.eps,
+            grad_evals=row["grad_evals"],
+            samples=row["samples"],
+            point=lambda: flat.to_numpy(x),
+        )
 
     def _monitor(self, x: torch.Tensor) -> bool | None:
         """End-of-stage test: projected ‖∇g‖ and the KKT residual within tolerance (None: non-finite)."""
@@ -260,13 +291,19 @@ class _PenaltyRun:
             return None
         with torch.no_grad():
             flat = self.flat
-            pg = float(torch.linalg.vector_norm(x - flat.project_(x - gg))) if flat.needs_projection else float(
-                torch.linalg.vector_norm(gg))
+            pg = (
+                float(torch.linalg.vector_norm(x - flat.project_(x - gg)))
+                if flat.needs_projection
+                else float(torch.linalg.vector_norm(gg))
+            )
             n2 = float(gg @ gg)
             lam = max(0.0, -float(gf @ gg) / n2) if n2 > 0 else 0.0
             step = gf + lam * gg
-            kkt = float(torch.linalg.vector_norm(x - flat.project_(x - step))) if flat.needs_projection else float(
-                torch.linalg.vector_norm(step))
+            kkt = (
+                float(torch.linalg.vector_norm(x - flat.project_(x - step)))
+                if flat.needs_projection
+                else float(torch.linalg.vector_norm(step))
+            )
             eps = float(torch.finfo(self.ctx.dtype).eps)
             floor = 2.0 * eps * (self.Lf + lam * self.Lg) * float(torch.linalg.vector_norm(x))
             ok_f = kkt <= max(self.tol * max(1.0, float(torch.linalg.vector_norm(gf))), floor)
@@ -278,8 +315,15 @@ class _PenaltyRun:
         nx = float(torch.linalg.vector_norm(x))
         Lf, Lg = getattr(self, "Lf", 0.0), getattr(self, "Lg", 0.0)
         eps = float(torch.finfo(self.ctx.dtype).eps)
-        stats, checks = certificate(self.p, self.flat, values, self.tol, self.o.tol_g, getattr(self, "g0_norm", 1.0),
-                                    floor=lambda lam: 2.0 * eps * (Lf + lam * Lg) * nx)
+        stats, checks = certificate(
+            self.p,
+            self.flat,
+            values,
+            self.tol,
+            self.o.tol_g,
+            getattr(self, "g0_norm", 1.0),
+            floor=lambda lam: 2.0 * eps * (Lf + lam * Lg) * nx,
+        )
         if status == Status.CONVERGED and not checks["lower_stationary"][0]:
             status = Status.FEASIBLE
         info: dict[str, Any] = {
@@ -301,5 +345,13 @@ class _PenaltyRun:
         }
         if note:
             info["note"] = note
-        return RawSolution(status=status, values=values, objective=stats.get("f"), bound=None, iterations=self.t,
-                           history=list(self.ctx.history), info=_jsonable(info), checks=checks)
+        return RawSolution(
+            status=status,
+            values=values,
+            objective=stats.get("f"),
+            bound=None,
+            iterations=self.t,
+            history=list(self.ctx.history),
+            info=_jsonable(info),
+            checks=checks,
+        )

@@ -107,7 +107,7 @@ class Oracle:
     def grad(self, x: torch.Tensor, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(value, gradient) at x on `batch`; counted."""
         self.calls += 1.0 if batch is None or self.batch is None else len(batch) / self.batch
-        self.samples += (len(batch) if batch is not None else (self.n or 1))
+        self.samples += len(batch) if batch is not None else (self.n or 1)
         xr = x.detach().requires_grad_(True)
         with torch.enable_grad():
             val = self.fn(self.flat.unpack(xr), batch)
@@ -142,7 +142,7 @@ class Oracle:
                 return 0.0
             for _ in range(iters):
                 self.calls += 1
-                self.samples += (len(batch) if batch is not None else (self.n or 1))
+                self.samples += len(batch) if batch is not None else (self.n or 1)
                 (hv,) = torch.autograd.grad(gr, xr, grad_outputs=v, retain_graph=True, allow_unused=True)
                 if hv is None:
                     return 0.0
@@ -176,7 +176,12 @@ def lipschitz(oracle: Oracle, x: torch.Tensor, iters: int, gen: torch.Generator)
 
 
 def certificate(
-    problem: BilevelProblem, flat: FlatVars, x_np: dict[str, np.ndarray], tol: float, tol_g: float, g0_norm: float,
+    problem: BilevelProblem,
+    flat: FlatVars,
+    x_np: dict[str, np.ndarray],
+    tol: float,
+    tol_g: float,
+    g0_norm: float,
     floor: Any = lambda lam: 0.0,
 ) -> tuple[dict[str, float], dict[str, tuple[bool, str]]]:
     """Float64 full-batch f, g, ‖∇g‖, KKT residual and lower-level gap at the returned point.
@@ -207,8 +212,13 @@ def certificate(
         # the lower level's own projected gradient (zero at a lower-level minimizer)
         xq = flat.project_(x - gg) if flat.needs_projection else x - gg
         pg_g = float(torch.linalg.vector_norm(x - xq))
-    out.update(grad_g_norm=math.sqrt(ng2), lower_pgrad=pg_g, grad_f_norm=float(torch.linalg.vector_norm(gf)),
-               kkt_residual=kkt, kkt_lambda=lam)
+    out.update(
+        grad_g_norm=math.sqrt(ng2),
+        lower_pgrad=pg_g,
+        grad_f_norm=float(torch.linalg.vector_norm(gf)),
+        kkt_residual=kkt,
+        kkt_lambda=lam,
+    )
     checks: dict[str, tuple[bool, str]] = {}
     finite_ok = all(math.isfinite(v) for v in out.values())
     checks["finite"] = (finite_ok, "f, g and gradients are finite in float64" if finite_ok else "non-finite values")
@@ -308,8 +318,10 @@ class SDBPG(Backend):
 def refuse_bilevel(form: Any, name: str) -> str | None:
     """Shared refusals of the first-order bilevel backends (constraints, discrete variables)."""
     if getattr(form, "constraints", ()):
-        return (f"{name} honours only variable domains and the argmin constraint; this model has general "
-                f"constraints ({'; '.join(form.constraints)}) that it cannot enforce")
+        return (
+            f"{name} honours only variable domains and the argmin constraint; this model has general "
+            f"constraints ({'; '.join(form.constraints)}) that it cannot enforce"
+        )
     for v in getattr(form, "variables", ()):
         if v.kind != "real":
             return f"{name} needs real variables; '{v.name}' is {v.kind}"
@@ -322,19 +334,25 @@ def validate(o: SDBPGOptions) -> None:
     """Reject option values outside their documented sets (make_options checks only the types)."""
     from optlang.errors import OptionError
 
-    choices = {"variant": ("sdbpg", "pr", "vr"), "phi": ("grad", "gap"), "rho_rule": ("stall", "power"),
-               "step_rule": ("adaptive", "constant", "diminishing")}
+    choices = {
+        "variant": ("sdbpg", "pr", "vr"),
+        "phi": ("grad", "gap"),
+        "rho_rule": ("stall", "power"),
+        "step_rule": ("adaptive", "constant", "diminishing"),
+    }
     for key, allowed in choices.items():
         if getattr(o, key) not in allowed:
-            raise OptionError(key, f"option '{key}' of 'sdbpg' must be one of {', '.join(allowed)}, "
-                                   f"got {getattr(o, key)!r}")
+            raise OptionError(
+                key, f"option '{key}' of 'sdbpg' must be one of {', '.join(allowed)}, got {getattr(o, key)!r}"
+            )
     if not (0.0 <= o.momentum < 1.0 or o.momentum == -1.0):
         raise OptionError("momentum", "option 'momentum' of 'sdbpg' must be in [0, 1), or −1 (automatic)")
     if not 0.0 < o.vr_a <= 1.0:
         raise OptionError("vr_a", "option 'vr_a' of 'sdbpg' must be in (0, 1]")
     if o.lam_target <= 0 or o.lam_growth < 1.0 or o.alpha < 0 or o.step < 0 or o.step_scale <= 0:
-        raise OptionError("lam_target", "sdbpg needs lam_target > 0, lam_growth ≥ 1, alpha ≥ 0, step ≥ 0, "
-                                        "step_scale > 0")
+        raise OptionError(
+            "lam_target", "sdbpg needs lam_target > 0, lam_growth ≥ 1, alpha ≥ 0, step ≥ 0, step_scale > 0"
+        )
 
 
 class _Run:
@@ -521,8 +539,14 @@ class _Run:
             lam_ema = lam if t - phase_start <= 1 else 0.9 * lam_ema + 0.1 * lam
             binding = o.bind_frac > 0 and lam_ema >= o.bind_frac * self.Lam
             stalled = binding or ema < o.stall_ratio or t - ema_best_t >= o.patience
-            if (o.perturbation and o.rho_rule == "stall" and t - phase_start >= o.min_phase and stalled
-                    and self.Lam < o.lam_cap and not self._lower_ok_now(x)):
+            if (
+                o.perturbation
+                and o.rho_rule == "stall"
+                and t - phase_start >= o.min_phase
+                and stalled
+                and self.Lam < o.lam_cap
+                and not self._lower_ok_now(x)
+            ):
                 self.Lam *= o.lam_growth
                 self.phases += 1
                 phase_start, ema, k_mom = t, 1.0, 0
@@ -544,8 +568,9 @@ class _Run:
             self._monitor(x, t, lam, lam_max, 0.0, 0.0, final=True)
         return self._finish(x, status or Status.ITERATION_LIMIT, t, note, lam_max)
 
-    def _monitor(self, x: torch.Tensor, t: int, lam: float, lam_max: float, rho: float, eta: float,
-                 final: bool = False) -> tuple[bool, dict[str, float] | None]:
+    def _monitor(
+        self, x: torch.Tensor, t: int, lam: float, lam_max: float, rho: float, eta: float, final: bool = False
+    ) -> tuple[bool, dict[str, float] | None]:
         """Full-batch (or fixed-subset) f, g, ‖∇g‖ at x: history row, trace row, convergence test."""
         with torch.enable_grad():
             fv, gf = self._eval_grad(self.of, x, self.eval_f)
@@ -566,17 +591,35 @@ class _Run:
                 kkt = float(torch.linalg.vector_norm(x - self.flat.project_(x - step)))
             else:
                 kkt = float(torch.linalg.vector_norm(step))
-        row = {"iter": t, "time": self.ctx.elapsed(), "f": f, "g": g, "grad_g": ngg, "lam": lam, "rho": rho,
-               "step": eta, "grad_evals": self.of.calls + self.og.calls,
-               "samples": self.of.samples + self.og.samples}
+        row = {
+            "iter": t,
+            "time": self.ctx.elapsed(),
+            "f": f,
+            "g": g,
+            "grad_g": ngg,
+            "lam": lam,
+            "rho": rho,
+            "step": eta,
+            "grad_evals": self.of.calls + self.og.calls,
+            "samples": self.of.samples + self.og.samples,
+        }
         if self.g_star is not None:
             row["gap"] = g - float(self.g_star)
         if not final:
             self.tracer.add(row)
             flat = self.flat
-            self.ctx.report(f, None, iteration=t, g=g, grad_g=ngg, lam=lam, lam_max=lam_max,
-                            grad_evals=row["grad_evals"], samples=row["samples"],
-                            point=lambda: flat.to_numpy(x))
+            self.ctx.report(
+                f,
+                None,
+                iteration=t,
+                g=g,
+                grad_g=ngg,
+                lam=lam,
+                lam_max=lam_max,
+                grad_evals=row["grad_evals"],
+                samples=row["samples"],
+                point=lambda: flat.to_numpy(x),
+            )
         self.last = {"f": f, "g": g, "grad_g": ngg, "lower_pgrad": pg_g, "kkt": kkt}
         ok_g = pg_g <= self.o.tol_g * max(1.0, self.g0_norm)
         self.lower_ok = ok_g
@@ -597,8 +640,9 @@ class _Run:
         eps = float(torch.finfo(self.ctx.dtype).eps)
         return max(self.tol * max(1.0, nf), 2.0 * eps * (self.Lf + lam_hat * self.Lg) * max(nx, 1e-30))
 
-    def _eval_grad(self, oracle: Oracle, x: torch.Tensor, subset: torch.Tensor | None
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _eval_grad(
+        self, oracle: Oracle, x: torch.Tensor, subset: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         xr = x.detach().requires_grad_(True)
         val = oracle.fn(self.flat.unpack(xr), subset)
         gr = torch.autograd.grad(val, xr, allow_unused=True)[0] if val.requires_grad else None
@@ -609,8 +653,15 @@ class _Run:
         nx = float(torch.linalg.vector_norm(x))
         Lf, Lg = getattr(self, "Lf", 0.0), getattr(self, "Lg", 0.0)
         eps = float(torch.finfo(self.ctx.dtype).eps)
-        stats, checks = certificate(self.p, self.flat, values, self.tol, self.o.tol_g, getattr(self, "g0_norm", 1.0),
-                                    floor=lambda lam: 2.0 * eps * (Lf + lam * Lg) * nx)
+        stats, checks = certificate(
+            self.p,
+            self.flat,
+            values,
+            self.tol,
+            self.o.tol_g,
+            getattr(self, "g0_norm", 1.0),
+            floor=lambda lam: 2.0 * eps * (Lf + lam * Lg) * nx,
+        )
         if status == Status.CONVERGED and not checks["lower_stationary"][0]:
             status = Status.FEASIBLE  # a monitoring subset said yes, the full float64 check says no
         info: dict[str, Any] = {
@@ -633,8 +684,16 @@ class _Run:
         }
         if note:
             info["note"] = note
-        return RawSolution(status=status, values=values, objective=stats.get("f"), bound=None, iterations=t,
-                           history=list(self.ctx.history), info=_jsonable(info), checks=checks)
+        return RawSolution(
+            status=status,
+            values=values,
+            objective=stats.get("f"),
+            bound=None,
+            iterations=t,
+            history=list(self.ctx.history),
+            info=_jsonable(info),
+            checks=checks,
+        )
 
 
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:

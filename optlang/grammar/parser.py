@@ -16,10 +16,30 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from optlang.errors import ParseError
 from optlang.source import Source, Span
 
-KEYWORDS = frozenset({
-    "model", "param", "data", "graph", "var", "spin", "binary", "let", "minimize", "maximize",
-    "maxcut", "robust", "within", "prefer", "solver", "in", "argmin", "over", "simplex", "ball",
-})
+KEYWORDS = frozenset(
+    {
+        "model",
+        "param",
+        "data",
+        "graph",
+        "var",
+        "spin",
+        "binary",
+        "let",
+        "minimize",
+        "maximize",
+        "maxcut",
+        "robust",
+        "within",
+        "prefer",
+        "solver",
+        "in",
+        "argmin",
+        "over",
+        "simplex",
+        "ball",
+    }
+)
 
 _OPEN = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
@@ -41,8 +61,9 @@ class BracketPostLex:
                     raise _Bracket(tok, f"'{tok}' closes nothing")
                 opener = stack.pop()
                 if _OPEN[opener.type] != tok.type:
-                    raise _Bracket(tok, f"'{tok}' does not match '{opener}' opened at line {opener.line}, "
-                                        f"column {opener.column}")
+                    raise _Bracket(
+                        tok, f"'{tok}' does not match '{opener}' opened at line {opener.line}, column {opener.column}"
+                    )
             if tok.type == "_NL" and stack and stack[-1].type != "LBRACE":
                 continue
             yield tok
@@ -62,8 +83,13 @@ class _Bracket(Exception):
 @cache
 def _parser() -> Lark:
     return Lark.open_from_package(
-        "optlang.grammar", "optlang.lark", parser="lalr", propagate_positions=True,
-        postlex=BracketPostLex(), maybe_placeholders=True, cache=False,
+        "optlang.grammar",
+        "optlang.lark",
+        parser="lalr",
+        propagate_positions=True,
+        postlex=BracketPostLex(),
+        maybe_placeholders=True,
+        cache=False,
     )
 
 
@@ -77,7 +103,10 @@ _EXAMPLES: dict[str, list[str]] = {
     "an operator is missing its right operand": ["minimize x +\n", "minimize x *\n", "let a = 2 *\n"],
     "`subject to` is followed by a block: `subject to { ... }`": ["subject to x <= 1\n"],
     "a domain is one of `in [lo, hi]`, `>= lo`, `<= hi`, `in simplex`, `in ball(r)`": [
-        "var x[3] in 0\n", "var x[3] in box\n", "var x[3] in [0]\n"],
+        "var x[3] in 0\n",
+        "var x[3] in box\n",
+        "var x[3] in [0]\n",
+    ],
 }
 
 
@@ -106,8 +135,9 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
     col = getattr(e, "column", None) or 1
     if isinstance(e, UnexpectedCharacters):
         ch = source.text.replace("\t", " ")[e.pos_in_stream] if e.pos_in_stream < len(source.text) else "?"
-        return ParseError(f"unexpected character '{ch}'", Span(line, col, line, col + 1), source=source,
-                          hint=label, code="E101")
+        return ParseError(
+            f"unexpected character '{ch}'", Span(line, col, line, col + 1), source=source, hint=label, code="E101"
+        )
     if isinstance(e, UnexpectedEOF):
         last = max(1, len(source.text.splitlines()))
         return ParseError("unexpected end of file", Span(last, 1, last, 2), source=source, hint=label, code="E102")
@@ -115,22 +145,50 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
     tok = e.token
     if tok.type == "$END":
         lines = source.text.splitlines() or [""]
-        return ParseError("unexpected end of file", Span(len(lines), max(1, len(lines[-1])), len(lines),
-                          max(2, len(lines[-1]) + 1)), source=source, hint=label, code="E102")
+        return ParseError(
+            "unexpected end of file",
+            Span(len(lines), max(1, len(lines[-1])), len(lines), max(2, len(lines[-1]) + 1)),
+            source=source,
+            hint=label,
+            code="E102",
+        )
     width = max(1, len(str(tok).split("\n")[0]))
     span = Span(tok.line, tok.column, tok.line, tok.column + width)
     shown = "end of line" if tok.type == "_NL" else f"'{tok}'"
     if str(tok) in KEYWORDS and "NAME" in e.expected:
-        return ParseError(f"'{tok}' is a keyword and cannot be used as a name", span, source=source,
-                          hint="choose another name", code="E104")
+        return ParseError(
+            f"'{tok}' is a keyword and cannot be used as a name",
+            span,
+            source=source,
+            hint="choose another name",
+            code="E104",
+        )
     expected = _describe_expected(e.expected)
     hint = label or (f"expected {expected}" if expected else None)
     return ParseError(f"unexpected {shown}", span, source=source, hint=hint, code="E100")
 
 
-_NICE = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string", "_NL": "end of line",
-         "RPAR": "')'", "RSQB": "']'", "RBRACE": "'}'", "LPAR": "'('", "LSQB": "'['", "LBRACE": "'{'",
-         "EQUAL": "'='", "COLON": "':'", "COMMA": "','", "MINUS": "'-'", "PLUS": "'+'", "STAR": "'*'", "SLASH": "'/'", "MAXOVER": "'max over'", "SUBJECT_TO": "'subject to'"}
+_NICE = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "_NL": "end of line",
+    "RPAR": "')'",
+    "RSQB": "']'",
+    "RBRACE": "'}'",
+    "LPAR": "'('",
+    "LSQB": "'['",
+    "LBRACE": "'{'",
+    "EQUAL": "'='",
+    "COLON": "':'",
+    "COMMA": "','",
+    "MINUS": "'-'",
+    "PLUS": "'+'",
+    "STAR": "'*'",
+    "SLASH": "'/'",
+    "MAXOVER": "'max over'",
+    "SUBJECT_TO": "'subject to'",
+}
 
 
 def _describe_expected(expected: set[str]) -> str:

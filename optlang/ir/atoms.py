@@ -38,8 +38,17 @@ class AtomSpec:
 ATOMS: dict[str, AtomSpec] = {}
 
 
-def _atom(name: str, nargs: tuple[int, int], infer: Infer, np_fn: Callable[..., Any], torch_fn: Callable[..., Any],
-          doc: str, cvx: Callable[..., Any] | None = None, infix: str = "", user: bool = True) -> None:
+def _atom(
+    name: str,
+    nargs: tuple[int, int],
+    infer: Infer,
+    np_fn: Callable[..., Any],
+    torch_fn: Callable[..., Any],
+    doc: str,
+    cvx: Callable[..., Any] | None = None,
+    infix: str = "",
+    user: bool = True,
+) -> None:
     ATOMS[name] = AtomSpec(name, nargs, infer, np_fn, torch_fn, doc, cvx, infix, user)
 
 
@@ -55,8 +64,11 @@ def _sample(types: Sequence[Type], span: Span) -> str | None:
     for t in types:
         j = join_sample(s, t.sample)
         if j is False:
-            raise ShapeError(f"samples of '{s}' and '{t.sample}' cannot be combined elementwise", span,
-                             hint="each expression may range over the rows of one data table")
+            raise ShapeError(
+                f"samples of '{s}' and '{t.sample}' cannot be combined elementwise",
+                span,
+                hint="each expression may range over the rows of one data table",
+            )
         s = j  # type: ignore[assignment]
     return s
 
@@ -80,8 +92,11 @@ def elementwise(types: Sequence[Type], static: dict[str, Any], span: Span, op: s
             break
     if shape is None:
         a, b = types[0], types[1]
-        raise ShapeError(f"shapes do not match for '{op or 'elementwise operation'}': {a.describe()} and {b.describe()}",
-                         span, hint="operands must have equal shapes, or one must be a scalar")
+        raise ShapeError(
+            f"shapes do not match for '{op or 'elementwise operation'}': {a.describe()} and {b.describe()}",
+            span,
+            hint="operands must have equal shapes, or one must be a scalar",
+        )
     sparse = all(t.sparse for t in types) or (op in ("*", "/") and types[0].sparse and not types[1].shape)
     return Type(REAL, shape, _sample(types, span), sparse, _vars(types))
 
@@ -110,13 +125,19 @@ def reduce_axis(types: Sequence[Type], static: dict[str, Any], span: Span) -> Ty
 def matmul_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
     a, b = types
     if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(f"'@' needs vectors or matrices, got {a.describe()} and {b.describe()}", span,
-                         hint="use '*' to multiply by a scalar")
+        raise ShapeError(
+            f"'@' needs vectors or matrices, got {a.describe()} and {b.describe()}",
+            span,
+            hint="use '*' to multiply by a scalar",
+        )
     k1 = a.shape[-1]
     k2 = b.shape[0]
     if k1 != k2:
-        raise ShapeError(f"inner dimensions of '@' differ: {a.describe()} @ {b.describe()} ({k1} vs {k2})", span,
-                         hint="the left operand's columns must equal the right operand's rows")
+        raise ShapeError(
+            f"inner dimensions of '@' differ: {a.describe()} @ {b.describe()} ({k1} vs {k2})",
+            span,
+            hint="the left operand's columns must equal the right operand's rows",
+        )
     shape = a.shape[:-1] + b.shape[1:]
     if b.sample and a.ndim == 2:
         raise ShapeError("a sample axis can only be on the left of '@'", span)
@@ -142,8 +163,9 @@ def quad_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type
     x, Q = types
     n = x.shape[0] if x.ndim == 1 else None
     if n is None or Q.shape != (n, n):
-        raise ShapeError(f"quad(x, Q) needs a vector x[n] and a matrix Q[n, n], got {x.describe()} and {Q.describe()}",
-                         span)
+        raise ShapeError(
+            f"quad(x, Q) needs a vector x[n] and a matrix Q[n, n], got {x.describe()} and {Q.describe()}", span
+        )
     return Type(REAL, (), None, False, _vars(types))
 
 
@@ -174,9 +196,12 @@ def index_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Typ
         if isinstance(ix, slice):
             shape.append(len(range(*ix.indices(n))))
         elif not -n <= ix < n:
-            raise ShapeError(f"index {ix} is out of range for axis {axis} of length {n}", span,
-                             hint=f"indices run from 0 to {n - 1} (or -{n} to -1)")
-    shape.extend(t.shape[len(idx):])
+            raise ShapeError(
+                f"index {ix} is out of range for axis {axis} of length {n}",
+                span,
+                hint=f"indices run from 0 to {n - 1} (or -{n} to -1)",
+            )
+    shape.extend(t.shape[len(idx) :])
     sample = t.sample
     if sample and (not isinstance(idx[0], slice) or idx[0] != slice(None)):
         raise ShapeError(f"the rows of data table '{sample}' can only be reduced (mean, sum), not indexed", span)
@@ -260,26 +285,103 @@ def _cvx_mul(a: Any, b: Any) -> Any:
 
 
 # ------------------------------------------------------------------ operators
-_atom("add", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "+"), lambda a, b: _sum2(a, b), lambda a, b: a + b,
-      "a + b, elementwise with broadcasting of scalars", cvx=lambda a, b: a + b, infix="+", user=False)
-_atom("sub", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "-"), lambda a, b: _sum2(a, -b if not sp.issparse(b)
-      else -b), lambda a, b: a - b, "a - b", cvx=lambda a, b: a - b, infix="-", user=False)
-_atom("mul", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "*"), lambda a, b: _mul2(a, b), lambda a, b: a * b,
-      "a * b, elementwise", cvx=_cvx_mul, infix="*", user=False)
-_atom("div", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "/"), lambda a, b: _div2(a, b), lambda a, b: a / b,
-      "a / b, elementwise", cvx=lambda a, b: a / b, infix="/", user=False)
-_atom("pow", (2, 2), power_rule, lambda a, b: np.power(_dense(a), b), lambda a, b: a ** b,
-      "a ^ b, elementwise power", cvx=lambda a, b: _cvx_pow(a, b), infix="^", user=False)
+_atom(
+    "add",
+    (2, 2),
+    lambda t, s, sp_: elementwise(t, s, sp_, "+"),
+    lambda a, b: _sum2(a, b),
+    lambda a, b: a + b,
+    "a + b, elementwise with broadcasting of scalars",
+    cvx=lambda a, b: a + b,
+    infix="+",
+    user=False,
+)
+_atom(
+    "sub",
+    (2, 2),
+    lambda t, s, sp_: elementwise(t, s, sp_, "-"),
+    lambda a, b: _sum2(a, -b if not sp.issparse(b) else -b),
+    lambda a, b: a - b,
+    "a - b",
+    cvx=lambda a, b: a - b,
+    infix="-",
+    user=False,
+)
+_atom(
+    "mul",
+    (2, 2),
+    lambda t, s, sp_: elementwise(t, s, sp_, "*"),
+    lambda a, b: _mul2(a, b),
+    lambda a, b: a * b,
+    "a * b, elementwise",
+    cvx=_cvx_mul,
+    infix="*",
+    user=False,
+)
+_atom(
+    "div",
+    (2, 2),
+    lambda t, s, sp_: elementwise(t, s, sp_, "/"),
+    lambda a, b: _div2(a, b),
+    lambda a, b: a / b,
+    "a / b, elementwise",
+    cvx=lambda a, b: a / b,
+    infix="/",
+    user=False,
+)
+_atom(
+    "pow",
+    (2, 2),
+    power_rule,
+    lambda a, b: np.power(_dense(a), b),
+    lambda a, b: a**b,
+    "a ^ b, elementwise power",
+    cvx=lambda a, b: _cvx_pow(a, b),
+    infix="^",
+    user=False,
+)
 _atom("neg", (1, 1), same, lambda a: -a, lambda a: -a, "-a", cvx=lambda a: -a, infix="-", user=False)
-_atom("matmul", (2, 2), matmul_rule, lambda a, b: _np_matmul(a, b), _t_matmul, "A @ B, matrix product",
-      cvx=lambda a, b: a @ b, infix="@", user=False)
-_atom("transpose", (1, 1), transpose_rule, lambda a: a.T, lambda a: a.T if a.dim() == 2 else a, "A.T, transpose",
-      cvx=lambda a: a.T, user=False)
-_atom("index", (1, 1), index_rule, lambda a, index=(): _np_index(a, index), lambda a, index=(): a[index],
-      "x[i], x[i:j], A[:, j]: numpy-style indexing (0-based)", cvx=lambda a, index=(): a[index], user=False)
-_atom("array", (1, 10**9), stack_rule, lambda *xs: np.stack([np.asarray(_dense(x), dtype=float) for x in xs]),
-      lambda *xs: _torch().stack(list(xs)), "[a, b, c]: an array literal", cvx=lambda *xs: _cp().hstack(xs),
-      user=False)
+_atom(
+    "matmul",
+    (2, 2),
+    matmul_rule,
+    lambda a, b: _np_matmul(a, b),
+    _t_matmul,
+    "A @ B, matrix product",
+    cvx=lambda a, b: a @ b,
+    infix="@",
+    user=False,
+)
+_atom(
+    "transpose",
+    (1, 1),
+    transpose_rule,
+    lambda a: a.T,
+    lambda a: a.T if a.dim() == 2 else a,
+    "A.T, transpose",
+    cvx=lambda a: a.T,
+    user=False,
+)
+_atom(
+    "index",
+    (1, 1),
+    index_rule,
+    lambda a, index=(): _np_index(a, index),
+    lambda a, index=(): a[index],
+    "x[i], x[i:j], A[:, j]: numpy-style indexing (0-based)",
+    cvx=lambda a, index=(): a[index],
+    user=False,
+)
+_atom(
+    "array",
+    (1, 10**9),
+    stack_rule,
+    lambda *xs: np.stack([np.asarray(_dense(x), dtype=float) for x in xs]),
+    lambda *xs: _torch().stack(list(xs)),
+    "[a, b, c]: an array literal",
+    cvx=lambda *xs: _cp().hstack(xs),
+    user=False,
+)
 
 
 def _sum2(a: Any, b: Any) -> Any:
@@ -315,8 +417,9 @@ def _cvx_pow(a: Any, b: Any) -> Any:
 
 
 # ------------------------------------------------------------------ elementwise functions
-def _unary(name: str, np_fn: Callable[..., Any], t_fn: Callable[..., Any], doc: str,
-           cvx: Callable[..., Any] | None = None) -> None:
+def _unary(
+    name: str, np_fn: Callable[..., Any], t_fn: Callable[..., Any], doc: str, cvx: Callable[..., Any] | None = None
+) -> None:
     _atom(name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx)
 
 
@@ -329,18 +432,40 @@ _unary("square", np.square, lambda a: a * a, "x², elementwise", cvx=lambda a: _
 _unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)")
 _unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)")
 _unary("tanh", np.tanh, lambda a: a.tanh(), "hyperbolic tangent, elementwise")
-_unary("relu", lambda a: np.maximum(a, 0.0), lambda a: a.clamp(min=0.0), "max(x, 0), elementwise",
-       cvx=lambda a: _cp().pos(a))
-_unary("softplus", _softplus_np, lambda a: _torch().nn.functional.softplus(a), "log(1 + eˣ), elementwise",
-       cvx=lambda a: _cp().logistic(a))
+_unary(
+    "relu",
+    lambda a: np.maximum(a, 0.0),
+    lambda a: a.clamp(min=0.0),
+    "max(x, 0), elementwise",
+    cvx=lambda a: _cp().pos(a),
+)
+_unary(
+    "softplus",
+    _softplus_np,
+    lambda a: _torch().nn.functional.softplus(a),
+    "log(1 + eˣ), elementwise",
+    cvx=lambda a: _cp().logistic(a),
+)
 _unary("sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)), lambda a: a.sigmoid(), "1 / (1 + e⁻ˣ), elementwise")
 
-_atom("maximum", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "maximum"),
-      lambda a, b: np.maximum(_dense(a), _dense(b)), lambda a, b: _torch().maximum(*_tpair(a, b)),
-      "elementwise maximum of two arrays", cvx=lambda a, b: _cp().maximum(a, b))
-_atom("minimum", (2, 2), lambda t, s, sp_: elementwise(t, s, sp_, "minimum"),
-      lambda a, b: np.minimum(_dense(a), _dense(b)), lambda a, b: _torch().minimum(*_tpair(a, b)),
-      "elementwise minimum of two arrays", cvx=lambda a, b: _cp().minimum(a, b))
+_atom(
+    "maximum",
+    (2, 2),
+    lambda t, s, sp_: elementwise(t, s, sp_, "maximum"),
+    lambda a, b: np.maximum(_dense(a), _dense(b)),
+    lambda a, b: _torch().maximum(*_tpair(a, b)),
+    "elementwise maximum of two arrays",
+    cvx=lambda a, b: _cp().maximum(a, b),
+)
+_atom(
+    "minimum",
+    (2, 2),
+    lambda t, s, sp_: elementwise(t, s, sp_, "minimum"),
+    lambda a, b: np.minimum(_dense(a), _dense(b)),
+    lambda a, b: _torch().minimum(*_tpair(a, b)),
+    "elementwise minimum of two arrays",
+    cvx=lambda a, b: _cp().minimum(a, b),
+)
 
 
 def _tpair(a: Any, b: Any) -> tuple[Any, Any]:
@@ -354,32 +479,114 @@ def _tpair(a: Any, b: Any) -> tuple[Any, Any]:
 
 # ------------------------------------------------------------------ reductions
 _n, _t = _reduce(np.sum, "sum")
-_atom("sum", (1, 1), reduce_axis, _n, _t, "sum of all elements (axis = k: along one axis)",
-      cvx=lambda a, axis=None: _cp().sum(a, axis=axis))
+_atom(
+    "sum",
+    (1, 1),
+    reduce_axis,
+    _n,
+    _t,
+    "sum of all elements (axis = k: along one axis)",
+    cvx=lambda a, axis=None: _cp().sum(a, axis=axis),
+)
 _n, _t = _reduce(np.mean, "mean")
-_atom("mean", (1, 1), reduce_axis, _n, _t,
-      "mean of all elements; over a data table's rows it is an expectation (minibatched by stochastic backends)",
-      cvx=lambda a, axis=None: _cp().sum(a, axis=axis) / (a.size if axis is None else a.shape[axis]))
-_atom("sumsq", (1, 1), reduce_, lambda a: float(np.sum(np.square(_dense(a)))), lambda a: (a * a).sum(),
-      "sum of squares", cvx=lambda a: _cp().sum_squares(a))
-_atom("norm1", (1, 1), reduce_, lambda a: float(np.sum(np.abs(_dense(a)))), lambda a: a.abs().sum(),
-      "ℓ1 norm", cvx=lambda a: _cp().norm1(_cp().vec(a)))
-_atom("norm2", (1, 1), reduce_, lambda a: float(np.linalg.norm(np.ravel(_dense(a)))),
-      lambda a: _torch().linalg.vector_norm(a), "ℓ2 (Frobenius) norm", cvx=lambda a: _cp().norm(_cp().vec(a), 2))
-_atom("norminf", (1, 1), reduce_, lambda a: float(np.max(np.abs(_dense(a)))), lambda a: a.abs().max(),
-      "ℓ∞ norm", cvx=lambda a: _cp().norm_inf(_cp().vec(a)))
-_atom("logsumexp", (1, 1), reduce_, lambda a: float(_logsumexp_np(_dense(a))), lambda a: _torch().logsumexp(
-      a.reshape(-1), 0), "log Σ exp(xᵢ)", cvx=lambda a: _cp().log_sum_exp(a))
-_atom("max", (1, 1), reduce_, lambda a: float(np.max(_dense(a))), lambda a: a.max(), "largest element",
-      cvx=lambda a: _cp().max(a))
-_atom("min", (1, 1), reduce_, lambda a: float(np.min(_dense(a))), lambda a: a.min(), "smallest element",
-      cvx=lambda a: _cp().min(a))
-_atom("dot", (2, 2), dot_rule, lambda a, b: float(np.dot(_dense(a), _dense(b))), lambda a, b: (a * b).sum(),
-      "inner product of two vectors", cvx=lambda a, b: _cvx_dot(a, b))
-_atom("quad", (2, 2), quad_rule, _np_quad, _t_quad, "quad(x, Q) = xᵀ Q x",
-      cvx=lambda x, Q: _cp().quad_form(x, Q) if not isinstance(Q, _cp().Expression) else None)
-_atom("cut", (2, 2), cut_rule, _np_cut, _t_cut,
-      "cut(G, s) = Σ over edges w_ij (1 − s_i s_j) / 2, s a ±1 vector of length G.n")
+_atom(
+    "mean",
+    (1, 1),
+    reduce_axis,
+    _n,
+    _t,
+    "mean of all elements; over a data table's rows it is an expectation (minibatched by stochastic backends)",
+    cvx=lambda a, axis=None: _cp().sum(a, axis=axis) / (a.size if axis is None else a.shape[axis]),
+)
+_atom(
+    "sumsq",
+    (1, 1),
+    reduce_,
+    lambda a: float(np.sum(np.square(_dense(a)))),
+    lambda a: (a * a).sum(),
+    "sum of squares",
+    cvx=lambda a: _cp().sum_squares(a),
+)
+_atom(
+    "norm1",
+    (1, 1),
+    reduce_,
+    lambda a: float(np.sum(np.abs(_dense(a)))),
+    lambda a: a.abs().sum(),
+    "ℓ1 norm",
+    cvx=lambda a: _cp().norm1(_cp().vec(a)),
+)
+_atom(
+    "norm2",
+    (1, 1),
+    reduce_,
+    lambda a: float(np.linalg.norm(np.ravel(_dense(a)))),
+    lambda a: _torch().linalg.vector_norm(a),
+    "ℓ2 (Frobenius) norm",
+    cvx=lambda a: _cp().norm(_cp().vec(a), 2),
+)
+_atom(
+    "norminf",
+    (1, 1),
+    reduce_,
+    lambda a: float(np.max(np.abs(_dense(a)))),
+    lambda a: a.abs().max(),
+    "ℓ∞ norm",
+    cvx=lambda a: _cp().norm_inf(_cp().vec(a)),
+)
+_atom(
+    "logsumexp",
+    (1, 1),
+    reduce_,
+    lambda a: float(_logsumexp_np(_dense(a))),
+    lambda a: _torch().logsumexp(a.reshape(-1), 0),
+    "log Σ exp(xᵢ)",
+    cvx=lambda a: _cp().log_sum_exp(a),
+)
+_atom(
+    "max",
+    (1, 1),
+    reduce_,
+    lambda a: float(np.max(_dense(a))),
+    lambda a: a.max(),
+    "largest element",
+    cvx=lambda a: _cp().max(a),
+)
+_atom(
+    "min",
+    (1, 1),
+    reduce_,
+    lambda a: float(np.min(_dense(a))),
+    lambda a: a.min(),
+    "smallest element",
+    cvx=lambda a: _cp().min(a),
+)
+_atom(
+    "dot",
+    (2, 2),
+    dot_rule,
+    lambda a, b: float(np.dot(_dense(a), _dense(b))),
+    lambda a, b: (a * b).sum(),
+    "inner product of two vectors",
+    cvx=lambda a, b: _cvx_dot(a, b),
+)
+_atom(
+    "quad",
+    (2, 2),
+    quad_rule,
+    _np_quad,
+    _t_quad,
+    "quad(x, Q) = xᵀ Q x",
+    cvx=lambda x, Q: _cp().quad_form(x, Q) if not isinstance(Q, _cp().Expression) else None,
+)
+_atom(
+    "cut",
+    (2, 2),
+    cut_rule,
+    _np_cut,
+    _t_cut,
+    "cut(G, s) = Σ over edges w_ij (1 − s_i s_j) / 2, s a ±1 vector of length G.n",
+)
 
 
 def _cvx_dot(a: Any, b: Any) -> Any:
@@ -395,7 +602,7 @@ GENERATORS = {
     "eye": "eye(n): the identity matrix",
     "randn": "randn(d1[, d2], seed = k): standard normal samples",
     "rand": "rand(d1[, d2], seed = k): uniform samples in [0, 1)",
-    "erdos_renyi": "erdos_renyi(n, p, seed = k, weights = \"unit\" | \"signed\"): a G(n, p) random graph",
+    "erdos_renyi": 'erdos_renyi(n, p, seed = k, weights = "unit" | "signed"): a G(n, p) random graph',
     "random_regular": "random_regular(n, d, seed = k, weights = ...): a random d-regular graph",
     "torus": "torus(rows, cols, weights = ..., seed = k): a 2-D periodic grid (torus(1, n) is a ring)",
     "load": "load(path, key =, target =): read .npy .npz .csv .mtx .json or a Gset/edge-list graph",

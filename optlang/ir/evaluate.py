@@ -72,9 +72,13 @@ def torch_function(node: Node, per_sample: bool = False) -> TorchFunction:
 
         return call
 
-    return TorchFunction(build, n_samples=n_samples, per_sample=per_sample,
-                         cvxpy=(lambda var_map, nd=node: cvxpy_expr(nd, var_map)) if cvxpy_ok(node) else None,
-                         source=to_text(node))
+    return TorchFunction(
+        build,
+        n_samples=n_samples,
+        per_sample=per_sample,
+        cvxpy=(lambda var_map, nd=node: cvxpy_expr(nd, var_map)) if cvxpy_ok(node) else None,
+        source=to_text(node),
+    )
 
 
 def evaluate_np(node: Node, values: Mapping[str, np.ndarray]) -> Any:

@@ -69,10 +69,17 @@ class Lowerer:
     # ------------------------------------------------------------------ driver
     def run(self, tree: Tree) -> ModelIR:
         handlers = {
-            "model_stmt": self.model_stmt, "param_stmt": self.param_stmt, "data_stmt": self.data_stmt,
-            "graph_stmt": self.graph_stmt, "var_stmt": self.var_stmt, "spin_stmt": self.spin_stmt,
-            "binary_stmt": self.binary_stmt, "let_stmt": self.let_stmt, "prefer_stmt": self.prefer_stmt,
-            "subject_stmt": self.subject_stmt, "solver_stmt": self.solver_stmt,
+            "model_stmt": self.model_stmt,
+            "param_stmt": self.param_stmt,
+            "data_stmt": self.data_stmt,
+            "graph_stmt": self.graph_stmt,
+            "var_stmt": self.var_stmt,
+            "spin_stmt": self.spin_stmt,
+            "binary_stmt": self.binary_stmt,
+            "let_stmt": self.let_stmt,
+            "prefer_stmt": self.prefer_stmt,
+            "subject_stmt": self.subject_stmt,
+            "solver_stmt": self.solver_stmt,
         }
         for stmt in tree.children:
             if not isinstance(stmt, Tree):
@@ -89,12 +96,24 @@ class Lowerer:
             except OptlangError as e:
                 self.errors.append(e)
         for unused in sorted(set(self.overrides) - set(self.params)):
-            self.errors.append(ModelError(f"there is no param '{unused}' to override", None,
-                                          hint=self._did_you_mean(unused, list(self.params)), code="E701"))
+            self.errors.append(
+                ModelError(
+                    f"there is no param '{unused}' to override",
+                    None,
+                    hint=self._did_you_mean(unused, list(self.params)),
+                    code="E701",
+                )
+            )
         known_sources = set(self.tables) | set(self.graphs)
         for unused in sorted(set(self.data_overrides) - known_sources):
-            self.errors.append(ModelError(f"there is no data or graph '{unused}' to override", None,
-                                          hint=self._did_you_mean(unused, sorted(known_sources)), code="E701"))
+            self.errors.append(
+                ModelError(
+                    f"there is no data or graph '{unused}' to override",
+                    None,
+                    hint=self._did_you_mean(unused, sorted(known_sources)),
+                    code="E701",
+                )
+            )
         objective = self._finish_objective()
         if self.errors:
             for e in self.errors:
@@ -102,9 +121,16 @@ class Lowerer:
             raise self.errors[0] if len(self.errors) == 1 else ModelErrors(self.errors)
         assert objective is not None
         return ModelIR(
-            name=self.name or Path(self.source.path).stem or "model", source=self.source, params=self.params,
-            tables=self.tables, graphs=self.graphs, variables=self.variables, lets=self.lets, objective=objective,
-            constraints=tuple(self.constraints), solver=self.solvers[0] if self.solvers else None,
+            name=self.name or Path(self.source.path).stem or "model",
+            source=self.source,
+            params=self.params,
+            tables=self.tables,
+            graphs=self.graphs,
+            variables=self.variables,
+            lets=self.lets,
+            objective=objective,
+            constraints=tuple(self.constraints),
+            solver=self.solvers[0] if self.solvers else None,
         )
 
     # ------------------------------------------------------------------ declarations
@@ -112,15 +138,21 @@ class Lowerer:
         name = str(tok)
         span = Span.of(tok)
         if name in KEYWORDS:
-            raise NameResolutionError(f"'{name}' is a keyword and cannot be used as a name", span,
-                                      hint="choose another name", code="E104")
+            raise NameResolutionError(
+                f"'{name}' is a keyword and cannot be used as a name", span, hint="choose another name", code="E104"
+            )
         if name in self.decl_spans:
             first = self.decl_spans[name]
-            raise NameResolutionError(f"'{name}' is already defined (line {first.line})", span,
-                                      hint="each name is declared once", code="E202")
+            raise NameResolutionError(
+                f"'{name}' is already defined (line {first.line})", span, hint="each name is declared once", code="E202"
+            )
         if name in ATOMS and ATOMS[name].user or name in GENERATORS or name in AMBIGUITY_FUNCS:
-            raise NameResolutionError(f"'{name}' is a built-in function and cannot be redefined", span,
-                                      hint="choose another name", code="E203")
+            raise NameResolutionError(
+                f"'{name}' is a built-in function and cannot be redefined",
+                span,
+                hint="choose another name",
+                code="E203",
+            )
         self.decl_spans[name] = span
         return name
 
@@ -139,8 +171,9 @@ class Lowerer:
             value = self._compile_time(expr, "param")
             if isinstance(value, (D.Graph, D.DataTable)):
                 what = "graph" if isinstance(value, D.Graph) else "data"
-                raise KindError(f"this makes a {what}: declare it with `{what} {name} = ...`", Span.of(expr.meta),
-                                code="E406")
+                raise KindError(
+                    f"this makes a {what}: declare it with `{what} {name} = ...`", Span.of(expr.meta), code="E406"
+                )
             self.params[name] = value
         except OptlangError:
             self.poisoned.add(name)
@@ -155,8 +188,7 @@ class Lowerer:
             else:
                 table = self._compile_time(expr, "data")
             if not isinstance(table, D.DataTable):
-                raise KindError("`data` needs a table: load(\"file.csv\", target = \"y\")", Span.of(expr.meta),
-                                code="E406")
+                raise KindError('`data` needs a table: load("file.csv", target = "y")', Span.of(expr.meta), code="E406")
             self.tables[name] = D.DataTable(name, table.X, table.y, table.columns, table.path)
         except OptlangError:
             self.poisoned.add(name)
@@ -171,8 +203,11 @@ class Lowerer:
             else:
                 g = self._compile_time(expr, "graph")
             if not isinstance(g, D.Graph):
-                raise KindError("`graph` needs a graph: load(\"G1.txt\"), erdos_renyi(...), random_regular(...), "
-                                "torus(...)", Span.of(expr.meta), code="E406")
+                raise KindError(
+                    '`graph` needs a graph: load("G1.txt"), erdos_renyi(...), random_regular(...), torus(...)',
+                    Span.of(expr.meta),
+                    code="E406",
+                )
             self.graphs[name] = g
         except OptlangError:
             self.poisoned.add(name)
@@ -187,8 +222,9 @@ class Lowerer:
             kwargs: dict[str, Any] = {}
             if isinstance(expr, Tree) and expr.data == "call" and str(expr.children[0]) == "load":
                 _, kwargs = self._call_args(expr)
-            return D.load(str(value), Path("."), span, kind=kind,
-                          **{k: v for k, v in kwargs.items() if isinstance(v, str)})
+            return D.load(
+                str(value), Path("."), span, kind=kind, **{k: v for k, v in kwargs.items() if isinstance(v, str)}
+            )
         if kind == "graph" and (sp.issparse(value) or isinstance(value, np.ndarray)):
             W = sp.csr_matrix(value, dtype=np.float64)
             return D.Graph(D._symmetrize(W))
@@ -216,8 +252,12 @@ class Lowerer:
             shape = self._dims(dims) if dims is not None else ()
             domain = self._domain(dom_tree) if dom_tree is not None else Domain()
             if domain.kind == "simplex" and not shape:
-                raise ModelError("a scalar cannot lie in a simplex", Span.of(dom_tree.meta),
-                                 hint="declare a vector: var p[n] in simplex", code="E503")
+                raise ModelError(
+                    "a scalar cannot lie in a simplex",
+                    Span.of(dom_tree.meta),
+                    hint="declare a vector: var p[n] in simplex",
+                    code="E503",
+                )
             self.variables[name] = VarDecl(name, kind, shape, domain, Span.of(t.meta))
         except OptlangError:
             self.poisoned.add(name)
@@ -300,8 +340,12 @@ class Lowerer:
                 seen[str(tok)] = Span.of(tok)
                 entries.append((str(tok), self._scalar(self.expr(body), f"objective '{tok}'")))
             if len(entries) < 2:
-                raise ModelError("a multi-objective block needs at least two objectives", span,
-                                 hint="minimize { f1: ..., f2: ... } — or use plain `minimize EXPR`", code="E506")
+                raise ModelError(
+                    "a multi-objective block needs at least two objectives",
+                    span,
+                    hint="minimize { f1: ..., f2: ... } — or use plain `minimize EXPR`",
+                    code="E506",
+                )
             obj = Objective("multi", span, entries=tuple(entries))
         else:
             raise AssertionError(f"unhandled objective rule {t.data}")
@@ -309,28 +353,47 @@ class Lowerer:
 
     def _robust(self, loss_t: Tree, amb_t: Tree, span: Span) -> Objective:
         if not (isinstance(loss_t, Tree) and loss_t.data == "call" and str(loss_t.children[0]) == "mean"):
-            raise ModelError("a robust objective is `robust mean(LOSS) within AMBIGUITY`", Span.of(loss_t.meta),
-                             hint="LOSS is a per-sample vector, e.g. (D.X @ w + b - D.y)^2", code="E507")
+            raise ModelError(
+                "a robust objective is `robust mean(LOSS) within AMBIGUITY`",
+                Span.of(loss_t.meta),
+                hint="LOSS is a per-sample vector, e.g. (D.X @ w + b - D.y)^2",
+                code="E507",
+            )
         args = [a for a in loss_t.children[1:] if a is not None]
         if len(args) != 1 or (isinstance(args[0], Tree) and args[0].data == "kwarg"):
             raise ModelError("mean(LOSS) takes one per-sample vector", Span.of(loss_t.meta), code="E507")
         loss = self.expr(args[0])
         if loss.type.ndim != 1:
-            raise ShapeError(f"the robust loss must be a per-sample vector, got {loss.type.describe()}",
-                             Span.of(args[0].meta), code="E303")
+            raise ShapeError(
+                f"the robust loss must be a per-sample vector, got {loss.type.describe()}",
+                Span.of(args[0].meta),
+                code="E303",
+            )
         if not (isinstance(amb_t, Tree) and amb_t.data == "call" and str(amb_t.children[0]) in AMBIGUITY_FUNCS):
-            raise ModelError("unknown ambiguity set", Span.of(amb_t.meta),
-                             hint="chi2(radius = r), kl(radius = r), wasserstein(radius = r, p = 1 | 2), "
-                                  "target_conditional(chi2, radius = r, bins = K)", code="E508")
+            raise ModelError(
+                "unknown ambiguity set",
+                Span.of(amb_t.meta),
+                hint="chi2(radius = r), kl(radius = r), wasserstein(radius = r, p = 1 | 2), "
+                "target_conditional(chi2, radius = r, bins = K)",
+                code="E508",
+            )
         kind = str(amb_t.children[0])
         pos, kw = self._call_args(amb_t, keep_nodes=("by",))
         aspan = Span.of(amb_t.meta)
-        allowed = {"chi2": {"radius"}, "kl": {"radius"}, "wasserstein": {"radius", "p"},
-                   "target_conditional": {"radius", "bins", "by", "edges"}}[kind]
+        allowed = {
+            "chi2": {"radius"},
+            "kl": {"radius"},
+            "wasserstein": {"radius", "p"},
+            "target_conditional": {"radius", "bins", "by", "edges"},
+        }[kind]
         for k in kw:
             if k not in allowed:
-                raise ModelError(f"{kind}() has no argument '{k}'", aspan, hint=f"accepted: {', '.join(sorted(allowed))}",
-                                 code="E508")
+                raise ModelError(
+                    f"{kind}() has no argument '{k}'",
+                    aspan,
+                    hint=f"accepted: {', '.join(sorted(allowed))}",
+                    code="E508",
+                )
         if "radius" not in kw:
             raise ModelError(f"{kind}() needs radius = r", aspan, code="E508")
         radius = float(kw["radius"])
@@ -341,8 +404,12 @@ class Lowerer:
         edges = None
         if kind == "target_conditional":
             if len(pos) != 1 or pos[0] not in ("chi2", "kl"):
-                raise ModelError("target_conditional takes the divergence first: target_conditional(chi2, ...)",
-                                 aspan, hint="chi2 or kl", code="E508")
+                raise ModelError(
+                    "target_conditional takes the divergence first: target_conditional(chi2, ...)",
+                    aspan,
+                    hint="chi2 or kl",
+                    code="E508",
+                )
             base = pos[0]
             by = kw.get("by")
             if by is not None and (not isinstance(by, Node) or by.type.shape != loss.type.shape):
@@ -368,23 +435,41 @@ class Lowerer:
             if not self.errors:
                 lines = self.source.text.rstrip().splitlines() or [""]
                 end = Span(len(lines), 1, len(lines), max(2, len(lines[-1]) + 1))
-                self.errors.append(ModelError("the model has no objective", end,
-                                              hint="add one of: minimize EXPR, maximize EXPR, maxcut G, "
-                                                   "minimize max over y: EXPR, minimize robust mean(...) within ..., "
-                                                   "minimize { f1: ..., f2: ... }", code="E501"))
+                self.errors.append(
+                    ModelError(
+                        "the model has no objective",
+                        end,
+                        hint="add one of: minimize EXPR, maximize EXPR, maxcut G, "
+                        "minimize max over y: EXPR, minimize robust mean(...) within ..., "
+                        "minimize { f1: ..., f2: ... }",
+                        code="E501",
+                    )
+                )
             return None
         obj = self.objectives[0]
         for extra in self.objectives[1:]:
-            self.errors.append(ModelError("a model has exactly one objective; this is a second one", extra.span,
-                                          hint=f"the first is at line {obj.span.line}; for several objectives "
-                                               "use minimize { f1: ..., f2: ... }", code="E502"))
+            self.errors.append(
+                ModelError(
+                    "a model has exactly one objective; this is a second one",
+                    extra.span,
+                    hint=f"the first is at line {obj.span.line}; for several objectives "
+                    "use minimize { f1: ..., f2: ... }",
+                    code="E502",
+                )
+            )
         if self.prefers:
             _, pspan, ptree = self.prefers[0]
             for _, extra_span, _ in self.prefers[1:]:
                 self.errors.append(ModelError("`prefer` is given twice", extra_span, code="E502"))
             if obj.form != "multi":
-                self.errors.append(ModelError("`prefer` only applies to a multi-objective model", pspan,
-                                              hint="minimize { f1: ..., f2: ... } then prefer EXPR", code="E509"))
+                self.errors.append(
+                    ModelError(
+                        "`prefer` only applies to a multi-objective model",
+                        pspan,
+                        hint="minimize { f1: ..., f2: ... } then prefer EXPR",
+                        code="E509",
+                    )
+                )
                 return obj
             saved = dict(self.lets)
             try:
@@ -436,8 +521,9 @@ class Lowerer:
     def solver_stmt(self, t: Tree) -> None:
         span = Span.of(t.meta)
         if self.solvers:
-            raise ModelError("`solver` is given twice", span, hint=f"the first is at line {self.solvers[0].span.line}",
-                             code="E504")
+            raise ModelError(
+                "`solver` is given twice", span, hint=f"the first is at line {self.solvers[0].span.line}", code="E504"
+            )
         name = str(t.children[0])
         opts: dict[str, Any] = {}
         spans: dict[str, Span] = {}
@@ -475,8 +561,9 @@ class Lowerer:
         if rule == "number":
             return Const(span, Type(), _number(t.children[0]))
         if rule == "string":
-            raise KindError("a string is not a value here", span, hint="strings name files and options only",
-                            code="E407")
+            raise KindError(
+                "a string is not a value here", span, hint="strings name files and options only", code="E407"
+            )
         if rule == "name":
             return self._name(t.children[0])
         if rule in _BINOPS:
@@ -506,8 +593,12 @@ class Lowerer:
         lo, hi = spec.nargs
         if not lo <= len(args) <= hi:
             want = str(lo) if lo == hi else f"{lo} to {hi}"
-            raise ShapeError(f"{atom}() takes {want} argument{'s' if hi != 1 else ''}, got {len(args)}", span,
-                             hint=spec.doc, code="E304")
+            raise ShapeError(
+                f"{atom}() takes {want} argument{'s' if hi != 1 else ''}, got {len(args)}",
+                span,
+                hint=spec.doc,
+                code="E304",
+            )
         typ = spec.infer([a.type for a in args], {k: v for k, v in static.items() if k != "text"}, span)
         if atom == "neg" and args[0].type.kind == SPIN:
             typ = Type(SPIN, typ.shape, typ.sample, False, typ.vars)
@@ -520,8 +611,12 @@ class Lowerer:
                 if value.ndim == 0:
                     value = float(value)
             if not sp.issparse(value) and not np.all(np.isfinite(value)):
-                raise DataError("this constant expression evaluates to NaN or infinity", span,
-                                hint="check the domain of log, sqrt and divisions", code="E607")
+                raise DataError(
+                    "this constant expression evaluates to NaN or infinity",
+                    span,
+                    hint="check the domain of log, sqrt and divisions",
+                    code="E607",
+                )
             return Const(span, Type(REAL, typ.shape, None, sp.issparse(value)), value)
         return Op(span, typ, atom, tuple(args), static)
 
@@ -540,16 +635,24 @@ class Lowerer:
         if name in self.lets:
             return self.lets[name]
         if name in self.tables:
-            raise KindError(f"'{name}' is a data table, not a value", span,
-                            hint=f"use {name}.X (features), {name}.y (target), {name}.n or {name}.p", code="E405")
+            raise KindError(
+                f"'{name}' is a data table, not a value",
+                span,
+                hint=f"use {name}.X (features), {name}.y (target), {name}.n or {name}.p",
+                code="E405",
+            )
         if name in self.graphs:
-            raise KindError(f"'{name}' is a graph, not a value", span,
-                            hint=f"use adjacency({name}), laplacian({name}), cut({name}, s), {name}.n or {name}.m",
-                            code="E405")
+            raise KindError(
+                f"'{name}' is a graph, not a value",
+                span,
+                hint=f"use adjacency({name}), laplacian({name}), cut({name}, s), {name}.n or {name}.m",
+                code="E405",
+            )
         if name in ATOMS or name in GENERATORS or name in AMBIGUITY_FUNCS:
             raise KindError(f"'{name}' is a function; call it: {name}(...)", span, code="E405")
-        raise NameResolutionError(f"unknown name '{name}'", span, hint=self._did_you_mean(name, self._known()),
-                                  code="E201")
+        raise NameResolutionError(
+            f"unknown name '{name}'", span, hint=self._did_you_mean(name, self._known()), code="E201"
+        )
 
     def _known(self) -> list[str]:
         return list(self.variables) + list(self.params) + list(self.lets) + list(self.tables) + list(self.graphs)
@@ -572,23 +675,36 @@ class Lowerer:
                     return Const(span, Type(REAL, tab.X.shape, base), tab.X, label=f"{base}.X")
                 if fname == "y":
                     if tab.y is None:
-                        raise KindError(f"data table '{base}' has no target", span,
-                                        hint='load it with target = "column"', code="E405")
+                        raise KindError(
+                            f"data table '{base}' has no target",
+                            span,
+                            hint='load it with target = "column"',
+                            code="E405",
+                        )
                     return Const(span, Type(REAL, tab.y.shape, base), tab.y, label=f"{base}.y")
                 if fname in ("n", "p"):
                     return Const(span, Type(), float(getattr(tab, fname)), label=f"{base}.{fname}")
-                raise NameResolutionError(f"data table '{base}' has no field '{fname}'", Span.of(field_tok),
-                                          hint="fields: X, y, n, p", code="E204")
+                raise NameResolutionError(
+                    f"data table '{base}' has no field '{fname}'",
+                    Span.of(field_tok),
+                    hint="fields: X, y, n, p",
+                    code="E204",
+                )
             if base in self.graphs:
                 g = self.graphs[base]
                 if fname in ("n", "m"):
                     return Const(span, Type(), float(getattr(g, fname)), label=f"{base}.{fname}")
-                raise NameResolutionError(f"graph '{base}' has no field '{fname}'", Span.of(field_tok),
-                                          hint="fields: n, m", code="E204")
+                raise NameResolutionError(
+                    f"graph '{base}' has no field '{fname}'", Span.of(field_tok), hint="fields: n, m", code="E204"
+                )
         if fname == "T":
             return self.op("transpose", [self.expr(base_t)], span)
-        raise NameResolutionError(f"no field '{fname}' here", Span.of(field_tok),
-                                  hint="only .T (transpose) applies to expressions", code="E204")
+        raise NameResolutionError(
+            f"no field '{fname}' here",
+            Span.of(field_tok),
+            hint="only .T (transpose) applies to expressions",
+            code="E204",
+        )
 
     def _subscript(self, t: Tree, span: Span) -> Node:
         base = self.expr(t.children[0])
@@ -620,16 +736,19 @@ class Lowerer:
             if len(pos_t) != 2:
                 raise ShapeError("cut(G, s) takes a graph and a spin vector", span, code="E304")
             g = self.graphs[self._graph_ref(pos_t[0])]
-            W = Const(Span.of(pos_t[0].meta), Type(REAL, g.W.shape, None, True), g.W,
-                      label=f"adjacency({self._text(pos_t[0])})")
+            W = Const(
+                Span.of(pos_t[0].meta),
+                Type(REAL, g.W.shape, None, True),
+                g.W,
+                label=f"adjacency({self._text(pos_t[0])})",
+            )
             return self.op("cut", [W, self.expr(pos_t[1])], span)
         if fname in GENERATORS or fname in AMBIGUITY_FUNCS:
             if fname in AMBIGUITY_FUNCS:
                 raise ModelError(f"{fname}(...) is an ambiguity set; it belongs after `within`", span, code="E508")
             value = self._compile_time(t, "param")
             if isinstance(value, (D.Graph, D.DataTable)):
-                raise KindError(f"{fname}() makes a graph or table; declare it with `graph`/`data`", span,
-                                code="E406")
+                raise KindError(f"{fname}() makes a graph or table; declare it with `graph`/`data`", span, code="E406")
             shape = () if np.ndim(value) == 0 and not sp.issparse(value) else tuple(value.shape)
             return Const(span, Type(REAL, shape, None, sp.issparse(value)), value)
         if fname not in ATOMS or not ATOMS[fname].user:
@@ -637,8 +756,12 @@ class Lowerer:
                 raise KindError(f"'{fname}' is not a function", span, code="E405")
             from optlang.ir.atoms import user_functions
 
-            raise NameResolutionError(f"unknown function '{fname}'", Span.of(t.children[0]),
-                                      hint=self._did_you_mean(fname, user_functions()), code="E205")
+            raise NameResolutionError(
+                f"unknown function '{fname}'",
+                Span.of(t.children[0]),
+                hint=self._did_you_mean(fname, user_functions()),
+                code="E205",
+            )
         args: list[Node] = []
         static: dict[str, Any] = {}
         for a in t.children[1:]:
@@ -672,8 +795,9 @@ class Lowerer:
                 allowed = {"seed", "weights"}
                 for k in kw:
                     if k not in allowed:
-                        raise DataError(f"{fname}() has no argument '{k}'", span, hint="accepted: seed, weights",
-                                        code="E606")
+                        raise DataError(
+                            f"{fname}() has no argument '{k}'", span, hint="accepted: seed, weights", code="E606"
+                        )
                 if len(pos) != 2:
                     raise DataError(f"{GENERATORS[fname]}", span, code="E606")
                 seed = _opt_int(kw.get("seed"), span)
@@ -695,8 +819,12 @@ class Lowerer:
             raise KindError(f"`{kind}` needs load(...) or a generator", span, code="E406")
         node = self.expr(t)
         if not isinstance(node, Const):
-            raise KindError("a param must be a constant; it cannot depend on variables", span,
-                            hint="use `let` for expressions of variables", code="E408")
+            raise KindError(
+                "a param must be a constant; it cannot depend on variables",
+                span,
+                hint="use `let` for expressions of variables",
+                code="E408",
+            )
         return node.value
 
     def _call_args(self, t: Tree, keep_nodes: tuple[str, ...] = ()) -> tuple[list[Any], dict[str, Any]]:
@@ -745,8 +873,12 @@ class Lowerer:
 
     def _scalar(self, node: Node, what: str) -> Node:
         if node.type.shape != ():
-            raise ShapeError(f"{what} must be a scalar, got {node.type.describe()}", node.span,
-                             hint="reduce it with sum, mean, norm2, ...", code="E303")
+            raise ShapeError(
+                f"{what} must be a scalar, got {node.type.describe()}",
+                node.span,
+                hint="reduce it with sum, mean, norm2, ...",
+                code="E303",
+            )
         return node
 
     def _graph_ref(self, t: Tree) -> str:
@@ -757,10 +889,18 @@ class Lowerer:
             if name in self.graphs:
                 return name
             if name in self._known():
-                raise KindError(f"'{name}' is not a graph", Span.of(t.meta),
-                                hint="declare one with graph G = load(...) or a generator", code="E405")
-            raise NameResolutionError(f"unknown graph '{name}'", Span.of(t.meta),
-                                      hint=self._did_you_mean(name, list(self.graphs)), code="E201")
+                raise KindError(
+                    f"'{name}' is not a graph",
+                    Span.of(t.meta),
+                    hint="declare one with graph G = load(...) or a generator",
+                    code="E405",
+                )
+            raise NameResolutionError(
+                f"unknown graph '{name}'",
+                Span.of(t.meta),
+                hint=self._did_you_mean(name, list(self.graphs)),
+                code="E201",
+            )
         raise KindError("a graph name is expected here", Span.of(t.meta), code="E405")
 
     def _names(self, t: Tree) -> tuple[str, ...]:
@@ -770,8 +910,12 @@ class Lowerer:
             if name in self.poisoned:
                 raise _Poison(name)
             if name not in self.variables:
-                raise NameResolutionError(f"'{name}' is not a variable", Span.of(tok),
-                                          hint=self._did_you_mean(name, list(self.variables)), code="E206")
+                raise NameResolutionError(
+                    f"'{name}' is not a variable",
+                    Span.of(tok),
+                    hint=self._did_you_mean(name, list(self.variables)),
+                    code="E206",
+                )
             out.append(name)
         return tuple(out)
 
@@ -779,7 +923,7 @@ class Lowerer:
         m = t.meta
         if getattr(m, "empty", True):
             return ""
-        return self.source.text[m.start_pos:m.end_pos]
+        return self.source.text[m.start_pos : m.end_pos]
 
 
 def _number(tok: Token) -> float:

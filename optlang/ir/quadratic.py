@@ -79,8 +79,8 @@ class QuadraticLowering:
             if v.kind == BINARY:
                 o = self.offset[v.name]
                 k = int(np.prod(v.shape)) if v.shape else 1
-                d[o:o + k] = 0.5
-                e[o:o + k] = 0.5
+                d[o : o + k] = 0.5
+                e[o : o + k] = 0.5
         Dm = sp.diags(d)
         Qs = (Dm @ Q @ Dm).tocsr()
         Qe = Q @ e
@@ -100,7 +100,7 @@ class QuadraticLowering:
         for v in self.vars:
             o = self.offset[v.name]
             k = int(np.prod(v.shape)) if v.shape else 1
-            part = np.asarray(s[o:o + k], dtype=np.float64)
+            part = np.asarray(s[o : o + k], dtype=np.float64)
             if v.kind == BINARY:
                 part = (1.0 + part) / 2.0
             out[v.name] = part.reshape(v.shape) if v.shape else part.reshape(())
@@ -120,9 +120,13 @@ class QuadraticLowering:
         args = [self.lower(a) for a in n.args]
         handler = getattr(self, f"_op_{n.atom}", None)
         if handler is None:
-            raise KindError(f"'{n.atom}' is not allowed on spin/binary variables: the objective must be a "
-                            "polynomial of degree at most 2", n.span, code="E402",
-                            hint="use +, -, *, /, ^2, @, sum, mean, dot, quad, sumsq, square, cut")
+            raise KindError(
+                f"'{n.atom}' is not allowed on spin/binary variables: the objective must be a "
+                "polynomial of degree at most 2",
+                n.span,
+                code="E402",
+                hint="use +, -, *, /, ^2, @, sum, mean, dot, quad, sumsq, square, cut",
+            )
         return handler(n, *args, **{k: v for k, v in n.static.items() if k != "text"})
 
     # ------------------------------------------------------------------ conversions
@@ -131,14 +135,20 @@ class QuadraticLowering:
         if isinstance(x, Vec):
             if m is not None and x.m == 1 and m != 1:
                 rep = np.zeros(m, dtype=np.int64)
-                return Vec(x.C[rep], np.repeat(x.c, m),
-                           [(np.repeat(w, m), A[rep], np.repeat(a, m), B[rep], np.repeat(b, m)) for w, A, a, B, b in
-                            x.terms])
+                return Vec(
+                    x.C[rep],
+                    np.repeat(x.c, m),
+                    [(np.repeat(w, m), A[rep], np.repeat(a, m), B[rep], np.repeat(b, m)) for w, A, a, B, b in x.terms],
+                )
             return x
         if isinstance(x, Scal):
             if x.Q.nnz:
-                raise KindError("a quadratic scalar cannot be combined elementwise with a vector here", None,
-                                hint="reduce the vector first (sum, dot, quad)", code="E402")
+                raise KindError(
+                    "a quadratic scalar cannot be combined elementwise with a vector here",
+                    None,
+                    hint="reduce the vector first (sum, dot, quad)",
+                    code="E402",
+                )
             v = Vec(sp.csr_matrix(x.l.reshape(1, -1)), np.array([x.c]), scalar=True)
             return self.vec(v, m)
         arr = np.asarray(x.toarray() if sp.issparse(x) else x, dtype=np.float64)
@@ -174,8 +184,11 @@ class QuadraticLowering:
 
     # ------------------------------------------------------------------ atoms
     def _op_add(self, n: Op, a: Any, b: Any, sign: float = 1.0) -> Any:
-        if isinstance(a, Scal) or isinstance(b, Scal) or (n.type.shape == () and not _is_const(a) and not _is_const(b)
-                                                            and (_vm(a) == 1 and _vm(b) == 1)):
+        if (
+            isinstance(a, Scal)
+            or isinstance(b, Scal)
+            or (n.type.shape == () and not _is_const(a) and not _is_const(b) and (_vm(a) == 1 and _vm(b) == 1))
+        ):
             if n.type.shape == ():
                 sa, sb = self.scal(a), self.scal(b)
                 return Scal((sa.Q + sign * sb.Q).tocsr(), sa.l + sign * sb.l, sa.c + sign * sb.c)
@@ -206,8 +219,12 @@ class QuadraticLowering:
         if _is_const(b):
             return self._scale(a, _dense(b))
         if self._deg(a) + self._deg(b) > 2:
-            raise KindError("this product has degree above 2 in the spin/binary variables", n.span,
-                            hint="Ising and QUBO objectives are polynomials of degree at most 2", code="E401")
+            raise KindError(
+                "this product has degree above 2 in the spin/binary variables",
+                n.span,
+                hint="Ising and QUBO objectives are polynomials of degree at most 2",
+                code="E401",
+            )
         if isinstance(a, Scal) and a.degree == 0:
             return self._scale(b, a.c)
         if isinstance(b, Scal) and b.degree == 0:
@@ -216,13 +233,15 @@ class QuadraticLowering:
         va, vb = self.vec(a, m), self.vec(b, m)
         if va.terms or vb.terms:  # degree-2 × degree-0 handled above; here both affine
             raise KindError("this product has degree above 2", n.span, code="E401")
-        return Vec(sp.csr_matrix((m, self.N)), np.zeros(m), [(np.ones(m), va.C, va.c, vb.C, vb.c)],
-                   scalar=not n.type.shape)
+        return Vec(
+            sp.csr_matrix((m, self.N)), np.zeros(m), [(np.ones(m), va.C, va.c, vb.C, vb.c)], scalar=not n.type.shape
+        )
 
     def _op_div(self, n: Op, a: Any, b: Any) -> Any:
         if not _is_const(b):
-            raise KindError("division by an expression of spin/binary variables is not a polynomial", n.span,
-                            code="E402")
+            raise KindError(
+                "division by an expression of spin/binary variables is not a polynomial", n.span, code="E402"
+            )
         return self._scale(a, 1.0 / _dense(b))
 
     def _op_pow(self, n: Op, a: Any, b: Any) -> Any:
@@ -311,8 +330,12 @@ class QuadraticLowering:
         v = self.vec(a)
         rows = np.arange(v.m)[index[0]] if index else np.arange(v.m)
         rows = np.atleast_1d(rows)
-        out = Vec(v.C[rows], v.c[rows], [(w[rows], A[rows], aa[rows], B[rows], bb[rows]) for w, A, aa, B, bb in
-                                         v.terms], scalar=not n.type.shape)
+        out = Vec(
+            v.C[rows],
+            v.c[rows],
+            [(w[rows], A[rows], aa[rows], B[rows], bb[rows]) for w, A, aa, B, bb in v.terms],
+            scalar=not n.type.shape,
+        )
         return out
 
     def _op_transpose(self, n: Op, a: Any) -> Any:
