@@ -223,13 +223,54 @@ def _plan_solver(problem: DROProblem, cfg: TrainConfig, objective: Objective) ->
     return solver, bs
 
 
-def train(problem: DROProblem, objective: Objective, ctx: RunContext, cfg: TrainConfig) -> TrainOutcome:
+def train_polished(
+    problem: DROProblem, make_objective: Any, ctx: RunContext, cfg: TrainConfig, polish_iter: int = 200
+) -> TrainOutcome:
+    """Train in ctx.dtype; after a float32 full-batch L-BFGS run, polish in float64 from its point.
+
+    float32 L-BFGS stalls at ~1e-3 relative on ill-conditioned data (raw, unstandardized features);
+    a few float64 iterations recover full precision at a small cost. `polish_iter` 0 disables it.
+    """
+    out = train(problem, make_objective(ctx.dtype), ctx, cfg)
+    if polish_iter <= 0 or ctx.dtype == torch.float64 or out.solver != "lbfgs" or ctx.should_stop():
+        return out
+    if out.status == Status.DIVERGED:
+        return out
+    pol = train(
+        problem, make_objective(torch.float64), ctx, cfg, init=out.values, dtype=torch.float64, max_iter=polish_iter
+    )
+    if pol.status == Status.DIVERGED or not pol.best_value <= out.best_value:
+        return out
+    return TrainOutcome(pol.values, pol.status, out.iterations + pol.iterations, "lbfgs+float64-polish", pol.best_value)
+
+
+def train(
+    problem: DROProblem,
+    objective: Objective,
+    ctx: RunContext,
+    cfg: TrainConfig,
+    init: dict[str, np.ndarray] | None = None,
+    dtype: Any = None,
+    max_iter: int | None = None,
+) -> TrainOutcome:
     """Minimize the objective over the problem's variables; return the best iterate found."""
     torch.manual_seed(ctx.seed)
-    tensors = init_tensors(problem.variables, ctx)
+    dtype = dtype or ctx.dtype
+    if init is None:
+        tensors = {
+            k: t.detach().to(dtype).requires_grad_(True) for k, t in init_tensors(problem.variables, ctx).items()
+        }
+    else:
+        tensors = {
+            v.name: torch.as_tensor(np.asarray(init[v.name]), dtype=dtype, device=ctx.device)
+            .clone()
+            .requires_grad_(True)
+            for v in problem.variables
+        }
     params = list(tensors.values())
     solver, bs = _plan_solver(problem, cfg, objective)
-    max_iter = ctx.max_iter if ctx.max_iter is not None else cfg.max_iter
+    if max_iter is None:
+        max_iter = ctx.max_iter if ctx.max_iter is not None else cfg.max_iter
     tol = ctx.tol if ctx.tol is not None else cfg.tol
     n = problem.n_samples
     best = (math.inf, {k: t.detach().clone() for k, t in tensors.items()})

@@ -25,6 +25,7 @@ class ERMOptions:
     lr: float = 0.01
     batch_size: int = 0  # 0: full batch up to full_batch_max samples, else 1024
     full_batch_max: int = 200_000
+    polish_iter: int = 200  # float32 L-BFGS runs end with up to this many float64 iterations (0: off)
 
 
 class ERM(Backend):
@@ -47,13 +48,14 @@ class ERM(Backend):
         return None
 
     def solve(self, problem: DROProblem, options: ERMOptions, ctx: RunContext) -> RawSolution:
-        from optlang.backends.dro_train import MeanObjective, TrainConfig, train
+        from optlang.backends.dro_train import MeanObjective, TrainConfig, train_polished
 
         o = options
         check_choice(self.name, "solver", o.solver, ("auto", "lbfgs", "adam"))
-        fn = problem.loss.compile(ctx.device, ctx.dtype)
         cfg = TrainConfig(solver=o.solver, lr=o.lr, batch_size=o.batch_size, full_batch_max=o.full_batch_max)
-        out = train(problem, MeanObjective(fn), ctx, cfg)
+        out = train_polished(
+            problem, lambda dtype: MeanObjective(problem.loss.compile(ctx.device, dtype)), ctx, cfg, o.polish_iter
+        )
         losses = np.asarray(problem.loss.value(out.values), dtype=np.float64).ravel()
         mean = float(losses.mean())
         info: dict[str, Any] = {"solver": out.solver, "mean_loss": mean}

@@ -201,6 +201,7 @@ class TCDROOptions:
     full_batch_max: int = 200_000
     dual: str = "closed_form"  # minibatch duals: closed_form (refreshed exactly) | joint (also trained)
     refresh: int = 0  # minibatch: steps between exact dual refreshes (0: once per epoch)
+    polish_iter: int = 200  # float32 L-BFGS runs end with up to this many float64 iterations (0: off)
 
 
 class TCDRO(Backend):
@@ -229,7 +230,12 @@ class TCDRO(Backend):
         return None
 
     def solve(self, problem: DROProblem, options: TCDROOptions, ctx: RunContext) -> RawSolution:
-        from optlang.backends.dro_train import RegionObjective, TrainConfig, WassersteinLinearObjective, train
+        from optlang.backends.dro_train import (
+            RegionObjective,
+            TrainConfig,
+            WassersteinLinearObjective,
+            train_polished,
+        )
 
         o = options
         check_choice(self.name, "regions", o.regions, REGION_SCHEMES)
@@ -252,12 +258,13 @@ class TCDRO(Backend):
             lin = problem.linear
             if amb.p == 1 and lin.loss == "square" and amb.radius > 0:
                 return self._wasserstein_square_p1(problem, ctx)
-            objective = WassersteinLinearObjective(lin, amb.radius, amb.p, ctx.device, ctx.dtype)
+
+            def make_objective(dtype: Any) -> Any:
+                return WassersteinLinearObjective(lin, amb.radius, amb.p, ctx.device, dtype)
         else:
             if amb.kind == "target_conditional" and region_targets(problem) is None:
                 return RawSolution(Status.ERROR, {}, info={"error": "target_conditional needs per-sample targets"})
             regions = problem_regions(problem, o.regions, o.radius_rule)
-            fn = problem.loss.compile(ctx.device, ctx.dtype)
             outer = amb.radius if o.outer_radius < 0 else o.outer_radius
             base = base_divergence(problem)
             mix = resolve_mix(o.region_weights, base)
@@ -267,10 +274,13 @@ class TCDRO(Backend):
                     "region_weights 'adaptive' is defined for the chi2 base only",
                     hint="use empirical, balanced or robust with kl",
                 )
-            objective = RegionObjective(
-                fn, regions, base, mix, outer, ctx.device, ctx.dtype, chunk=max(o.batch_size, 65536)
-            )
-        out = train(problem, objective, ctx, cfg)
+
+            def make_objective(dtype: Any) -> Any:
+                fn = problem.loss.compile(ctx.device, dtype)
+                chunk = max(o.batch_size, 65536)
+                return RegionObjective(fn, regions, base, mix, outer, ctx.device, dtype, chunk=chunk)
+
+        out = train_polished(problem, make_objective, ctx, cfg, o.polish_iter)
         value, info, checks = solution_report(
             problem, out.values, o.regions, o.radius_rule, o.region_weights, o.outer_radius
         )
