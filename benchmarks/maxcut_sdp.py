@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--scs-limit", type=float, default=None, help="seconds per SCS solve (60 quick, 300 full)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+    warnings.filterwarnings("ignore", message="(?s).*Solution may be inaccurate")
     print(f"maxcut_sdp benchmark: quick={a.quick} threads={a.threads} seed={a.seed} target gap {TARGET}")
     part_a(a.quick, a.seed, cvx_max_n=400 if a.quick else 1000, scs_limit=a.scs_limit or (60.0 if a.quick else 300.0))
     if not a.skip_bnb:
