@@ -93,8 +93,9 @@ class GNNSDP(Backend):
         target = options.target_gap if ctx.tol is None else ctx.tol
         res = run_proxy(mc, ctx, steps, target, options.shift, options.weights, options.forward_bound)
         ctx.report(mc.offset - res.primal, mc.offset - res.bound, stage="proxy")
+        polish = options.polish if not ctx.should_stop() else 1  # out of time: polish only the best rounding
         with torch.no_grad():
-            t, cut = gw_round(mc.W, res.V, options.planes, ctx.torch_generator(), options.local_search, options.polish)
+            t, cut = gw_round(mc.W, res.V, options.planes, ctx.torch_generator(), options.local_search, polish)
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
         lower = mc.offset - res.bound
