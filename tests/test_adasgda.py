@@ -138,6 +138,24 @@ def test_pure_bilinear_gda_diverges_returns_best_iterate():
     assert short.status == Status.ITERATION_LIMIT
 
 
+def test_alternating_updates():
+    """Alternating GDA stays bounded on xᵀy where simultaneous GDA spirals out; alternating AdaSGDA(-VR) converges."""
+
+    def fn(v, batch=None):
+        return v["x"] @ v["y"]
+
+    x0, y0 = np.array([0.3, -0.2]), np.array([0.1, 0.4])
+    p = fn_problem(fn, [Variable("x", (2,), init=x0)], [Variable("y", (2,), init=y0)])
+    alt = solve(GDA(), p, lr_x=0.5, lr_y=0.5, alternating=True, max_iter=400, final_report=False, tol=1e-30)
+    assert alt.status == Status.ITERATION_LIMIT
+    assert np.linalg.norm(np.r_[alt.values["x"], alt.values["y"]]) < 3 * np.linalg.norm(np.r_[x0, y0])
+    q, xs, ys = quadratic_game(seed=5)
+    for variant in ("base", "vr"):
+        sol = solve(AdaSGDA(), q, variant=variant, alternating=True, final_report=False)
+        assert sol.status == Status.CONVERGED and rel(sol.values["x"], xs) < 1e-3, variant
+        assert sol.info["extra_evaluations"] > 0
+
+
 def test_nonconvex_strongly_concave_toy_finds_stationary_point():
     """f = x⁴/4 − x²/2 + xy − y²: y*(x) = x/2, Φ = x⁴/4 − x²/4, minimizers x = ±1/√2."""
 

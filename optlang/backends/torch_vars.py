@@ -32,7 +32,8 @@ def project(domain: Domain, x: torch.Tensor) -> torch.Tensor:
         scale = torch.clamp(domain.radius / torch.clamp(nrm, min=1e-30), max=1.0)
         return x * scale
     if domain.kind == "simplex":
-        flat = x.reshape(-1)
+        shift = x.detach().max()  # projection is shift-invariant; shifting keeps float32 cumsums exact
+        flat = x.reshape(-1) - shift
         u, _ = torch.sort(flat, descending=True)
         css = torch.cumsum(u, 0) - 1.0
         idx = torch.arange(1, flat.numel() + 1, device=x.device, dtype=x.dtype)
