@@ -258,7 +258,11 @@ class _Progress:
         from rich.text import Text
 
         bound = row.get("bound")
-        extra = "  ".join(f"{k} {v}" for k, v in row.items() if k not in ("time", "objective", "bound"))
+        extra = "  ".join(
+            f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in row.items()
+            if k not in ("time", "objective", "bound") and isinstance(v, (int, float, str))
+        )
         text = Text(
             f"  {row['time']:7.1f}s  objective {row['objective']:.8g}"
             + (f"  bound {bound:.8g}" if bound is not None else "")

@@ -17,6 +17,7 @@ import torch
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.sdbpg import (
     BLOWUP,
+    FLOOR_CAP,
     FlatVars,
     Oracle,
     Tracer,
@@ -47,7 +48,6 @@ class PenaltyOptions:
     batch_g: int = 0
     history_size: int = 20  # lbfgs memory
     tol_g: float = 1e-4  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
-    max_iter: int = 100000  # total inner steps when ctx.max_iter is None
     lipschitz_iters: int = 15
     report_every: int = 10
     trace_points: int = 200
@@ -93,7 +93,7 @@ class _PenaltyRun:
         self.of = Oracle(problem.upper, self.flat, ctx, o.batch_f, self.gen_f)
         self.og = Oracle(problem.lower, self.flat, ctx, o.batch_g, self.gen_g)
         self.tol = ctx.tol or 1e-4  # the common option `tol`
-        self.max_iter = ctx.max_iter if ctx.max_iter is not None else o.max_iter
+        self.max_iter = ctx.max_iter if ctx.max_iter is not None else 100_000
         self.tracer = Tracer(o.trace_points)
         gen_e = make_generator(ctx, 3)
         self.eval_f = (
@@ -192,7 +192,7 @@ class _PenaltyRun:
             xd = xp.detach()
             if not bool(torch.isfinite(loss)) or not bool(torch.isfinite(xd).all()):
                 return xd, Status.DIVERGED, f"non-finite penalty value at ε = {self.eps:g}"
-            self._report(xd)
+            self._report(xd.clone())  # LBFGS updates xp in place; the report keeps its own copy
             eps = float(torch.finfo(self.ctx.dtype).eps)
             floor = 2.0 * eps * (self.Lf + self.Lg / self.eps) * float(torch.linalg.vector_norm(xd))
             stalled = last is not None and float(loss) >= last  # the line search made no progress
@@ -305,7 +305,8 @@ class _PenaltyRun:
                 else float(torch.linalg.vector_norm(step))
             )
             eps = float(torch.finfo(self.ctx.dtype).eps)
-            floor = 2.0 * eps * (self.Lf + lam * self.Lg) * float(torch.linalg.vector_norm(x))
+            scale = max(1.0, float(torch.linalg.vector_norm(gf)))
+            floor = min(2.0 * eps * (self.Lf + lam * self.Lg) * float(torch.linalg.vector_norm(x)), FLOOR_CAP * scale)
             ok_f = kkt <= max(self.tol * max(1.0, float(torch.linalg.vector_norm(gf))), floor)
         self.lower_ok = pg <= self.o.tol_g * max(1.0, self.g0_norm)
         return self.lower_ok and ok_f

@@ -21,6 +21,7 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.torch_vars import finite, init_tensors, project
 from optlang.problem import BilevelProblem, TorchFunction, Variable
 
+FLOOR_CAP = 1e-2  # the dtype rounding floor never loosens the KKT test beyond 1% of ‖∇f‖
 BLOWUP = 1e12  # |f|, |g| or ‖x‖ beyond this (relative to the start) counts as divergence
 
 
@@ -231,7 +232,8 @@ def certificate(
         out["lower_gap"] = gap
         gtol = tol_g * max(1.0, abs(float(problem.lower_optimum)), g0_norm)
         checks["lower_gap"] = (gap <= gtol, f"g − g* = {gap:.3e} vs tol {gtol:.3e}")
-    ktol = max(tol * max(1.0, out["grad_f_norm"]), floor(lam))
+    scale_f = max(1.0, out["grad_f_norm"])
+    ktol = max(tol * scale_f, min(floor(lam), FLOOR_CAP * scale_f))
     checks["kkt"] = (kkt <= ktol, f"KKT residual {kkt:.3e} vs tol {ktol:.3e} (λ̂ = {lam:.3g}, float64, full batch)")
     return out, checks
 
@@ -261,6 +263,7 @@ class SDBPGOptions:
 
     variant: str = "sdbpg"  # sdbpg | pr | vr
     alpha: float = 1.0  # barrier strength in φ
+    alpha_rule: str = "auto"  # fixed: α; level: α·Λ_t/Λ₀ (grows with the multiplier level); auto: level if stochastic
     phi: str = "grad"  # grad: φ = α‖∇g‖²; gap: φ = α(g − g*) (needs problem.lower_optimum)
     perturbation: bool = True  # False: the plain dynamic barrier (ρ = 0)
     rho_rule: str = "stall"  # stall: raise Λ when progress stalls; power: Λ_t = Λ₀(1 + t/τ)^p
@@ -287,7 +290,6 @@ class SDBPGOptions:
     pr_power: float = 1.0
     vr_a: float = 0.1  # VR: STORM weight a in m_t = ∇h(x_t) + (1 − a)(m_{t−1} − ∇h(x_{t−1}))
     tol_g: float = 1e-4  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
-    max_iter: int = 100000  # used when ctx.max_iter is None
     lipschitz_iters: int = 15  # power iterations for L_f, L_g
     report_every: int = 10  # iterations between history rows / convergence checks
     trace_points: int = 200
@@ -337,6 +339,7 @@ def validate(o: SDBPGOptions) -> None:
     choices = {
         "variant": ("sdbpg", "pr", "vr"),
         "phi": ("grad", "gap"),
+        "alpha_rule": ("fixed", "level", "auto"),
         "rho_rule": ("stall", "power"),
         "step_rule": ("adaptive", "constant", "diminishing"),
     }
@@ -367,10 +370,12 @@ class _Run:
         self.og = Oracle(problem.lower, self.flat, ctx, o.batch_g, self.gen_g)
         # float32 iterates carry ~1e-7 relative rounding, amplified by λ·L_g in the KKT residual
         self.tol = ctx.tol or 1e-4  # the common option `tol`
-        self.max_iter = ctx.max_iter if ctx.max_iter is not None else o.max_iter
+        self.max_iter = ctx.max_iter if ctx.max_iter is not None else 100_000
         self.tracer = Tracer(o.trace_points)
         self.stochastic = self.of.stochastic or self.og.stochastic
         self.smoothing = o.lam_smoothing if o.lam_smoothing >= 0 else (0.05 if self.stochastic else 0.0)
+        self.alpha_level = o.alpha_rule == "level" or (o.alpha_rule == "auto" and self.stochastic)
+        self.t_now = 0
         self.g_star = problem.lower_optimum
         if o.phi == "gap" and self.g_star is None:
             from optlang.errors import OptionError
@@ -392,8 +397,14 @@ class _Run:
         if not self.o.perturbation:
             return 0.0
         lam_t = self.lam_level(t)
-        a = max(self.o.alpha, 1e-12)
+        a = max(self.alpha(), 1e-12)
         return max(self.o.rho_min, a * nf2 / lam_t**3)
+
+    def alpha(self) -> float:
+        """Barrier strength: with minibatch noise the steps rest near λ ≈ O(α), so α follows Λ there."""
+        if self.alpha_level:
+            return self.o.alpha * self.lam_level(self.t_now) / self.o.lam_target
+        return self.o.alpha
 
     def lam_level(self, t: int) -> float:
         if self.o.rho_rule == "power":
@@ -444,6 +455,7 @@ class _Run:
         lam_max, lam = 0.0, 0.0
         avg: list[float] | None = None
         ema, ema_best, ema_best_t, lam_ema = 1.0, 1.0, 0, 0.0
+        next_check = 0  # fresh lower-level tests before raising Λ: at most one per report_every steps
         phase_start = 0
         best = (x.clone(), 0)
         status: Status | None = None
@@ -451,7 +463,6 @@ class _Run:
         t = 0
         k_mom = 0
         self.phases = 0
-        self.f0 = None
         while True:
             if ctx.should_stop():
                 status = ctx.stop_status()
@@ -488,16 +499,18 @@ class _Run:
                     if self.og.stochastic:
                         gg = gg + (1.0 - o.vr_a) * (m_g - gg_old)
                 m_f, m_g, y_prev = gf, gg, y
+            self.t_now = t
             mu = self.mu(t)
             F = gf + mu * gg if mu > 0 else gf
             if not split:
                 ng2 = float(gg @ gg)
             nf2 = float(F @ F)
             inner = float(F @ gg)
+            alpha = self.alpha()
             if o.phi == "gap":
-                phi = o.alpha * max(0.0, float(gv) - float(self.g_star))
+                phi = alpha * max(0.0, float(gv) - float(self.g_star))
             else:
-                phi = o.alpha * ng2
+                phi = alpha * ng2
             rho = self.rho(t, nf2)
             if self.smoothing > 0:
                 # averaged estimates of ‖∇g‖² and ⟨∇F, ∇g⟩: a ratio of noisy minibatch numbers is biased,
@@ -539,14 +552,13 @@ class _Run:
             lam_ema = lam if t - phase_start <= 1 else 0.9 * lam_ema + 0.1 * lam
             binding = o.bind_frac > 0 and lam_ema >= o.bind_frac * self.Lam
             stalled = binding or ema < o.stall_ratio or t - ema_best_t >= o.patience
-            if (
-                o.perturbation
-                and o.rho_rule == "stall"
-                and t - phase_start >= o.min_phase
-                and stalled
-                and self.Lam < o.lam_cap
-                and not self._lower_ok_now(x)
-            ):
+            may_grow = o.perturbation and o.rho_rule == "stall" and self.Lam < o.lam_cap
+            if may_grow and stalled and t - phase_start >= o.min_phase and t >= next_check:
+                next_check = t + o.report_every
+                grow = not self._lower_ok_now(x)
+            else:
+                grow = False
+            if grow:
                 self.Lam *= o.lam_growth
                 self.phases += 1
                 phase_start, ema, k_mom = t, 1.0, 0
@@ -638,7 +650,9 @@ class _Run:
     def kkt_tol(self, lam_hat: float, nf: float, nx: float) -> float:
         """tol·max(1, ‖∇f‖), raised to the rounding floor 2·eps·(L_f + λ̂L_g)·‖x‖ of the working dtype."""
         eps = float(torch.finfo(self.ctx.dtype).eps)
-        return max(self.tol * max(1.0, nf), 2.0 * eps * (self.Lf + lam_hat * self.Lg) * max(nx, 1e-30))
+        scale = max(1.0, nf)
+        floor = min(2.0 * eps * (self.Lf + lam_hat * self.Lg) * max(nx, 1e-30), FLOOR_CAP * scale)
+        return max(self.tol * scale, floor)
 
     def _eval_grad(
         self, oracle: Oracle, x: torch.Tensor, subset: torch.Tensor | None
