@@ -102,10 +102,10 @@ def test_deterministic_under_seed():
 def test_time_limit_respected_and_history():
     p = IsingProblem.from_maxcut(random_graph(3000, 2, 0.002))
     t = time.perf_counter()
-    r = solve(p, 0, time_limit=1.5, sweeps=100000, batch=32)
+    r = solve(p, 0, time_limit=1.0, sweeps=100000, batch=32)
     elapsed = time.perf_counter() - t
     assert r.status == Status.TIME_LIMIT
-    assert elapsed < 1.5 * 1.5 + 1.0  # loose: the machine is shared
+    assert elapsed < 1.0 * 1.5 + 1.0  # loose: the machine is shared
     assert r.history and all(b[1] <= a[1] for a, b in zip(r.history, r.history[1:], strict=False))
     assert r.history[-1][1] == pytest.approx(r.objective)
     assert r.info["cut"] > 0 and r.checks["energy_recomputed"][0]
