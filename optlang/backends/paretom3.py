@@ -2,16 +2,17 @@
 
 What lives here: the `paretom3` backend and the torch machinery it shares with the
 `weighted-sum` baseline (a batched evaluator of the objective vector, a projected Adam step,
-the archive of evaluated points). The merit and the single-loop updates are documented in
-docs/backends/paretom3.md; in short, with gaps G_i = F_i(x) − F_i(y):
+the archive of non-dominated evaluated points). The merit and the single-loop updates are
+documented in docs/backends/paretom3.md; in short, with gaps G_i = F_i(x) − F_i(y):
 
     u(x) = max_y min_{λ∈Δ} Σ λ_i G_i  ≥ 0   (zero iff x is weakly Pareto optimal)
     M³:    min_x max_y min_{λ∈Δ}  φ(x) + ρ Σ λ_i (F_i(x) − F_i(y))
 
-Each iteration: λ = softmin(G/τ) (closed-form entropic best response), y ← P(y − η_y Σ λ_i ∇F_i(y))
-(ascent on the smoothed gap), x ← P(x − η_x (∇φ(x) + ρ [min_i G_i > ε] Σ λ_i ∇F_i(x))), ρ up a
-geometric schedule with an adaptive floor. The bracket is the weak-Pareto guard: a point that no
-y strictly dominates gets no penalty force, so it follows the preference alone.
+Each iteration: λ = softmin(G/τ) (closed-form entropic best response of the inner min); y ascends
+the smoothed gap, y ← P(y − η_y Σ (λ_i + μ/m) ∇F_i(y)); x descends φ + ρ·(penalty), where the
+penalty force Σ λˣ_i ∇F_i(x) acts only where y dominates x (strictly, or weakly with a strict
+gain: the weak-Pareto guard), with λˣ the Danskin multipliers of y (the min-norm weights of y's
+reduced gradients); ρ follows a geometric schedule kept in a band relative to ‖∇φ‖.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.torch_vars import project
+from optlang.errors import OptionError
 from optlang.mo_metrics import directions, dominates, hypervolume, nondominated_mask
 from optlang.problem import MultiObjectiveProblem, Variable
 
@@ -46,6 +48,7 @@ class BatchEval:
         if with_preference and problem.preference is not None:
             fns.append(problem.preference.compile(ctx.device, ctx.dtype))
         self.fns = fns
+        self.device = str(ctx.device)
         self.vmap_ok: bool | None = None
         self.count = 0
 
@@ -58,7 +61,7 @@ class BatchEval:
         self.count += B
         if B == 1:  # no batching overhead for a single point
             return self._one({k: v[0] for k, v in X.items()}).unsqueeze(0)
-        if self.vmap_ok is not False:
+        if self.vmap_ok is not False and (B > 8 or self.device != "cpu"):  # vmap pays off on many points
             try:
                 out = torch.func.vmap(self._one)(X)
                 self.vmap_ok = True
@@ -420,7 +423,13 @@ class M3Loop:
                 if o.active_ratio >= 0:  # complementary slackness: only gaps near the smallest carry weight
                     slack = o.active_ratio * torch.clamp(u_est, min=0.0) + 7.0 * self._tau(gaps, fx)[:, 0]
                     act = gaps <= (u_est + slack)[:, None]
-                lam_x, _ = min_norm_weights([reduced_grad(self.vars, Y, g) for g in Jy], allowed=act)
+                Ry = [reduced_grad(self.vars, Y, g) for g in Jy]
+                # objectives already at a bound-constrained minimum in y (reduced gradient zero) carry no
+                # multiplier: they would pin x to that face or corner (DTLZ2's x₁ = 1, ZDT1's x₁ = 0)
+                norms = torch.stack([_bnorm(r) for r in Ry], 1)
+                live = norms > 1e-6 * norms.max(1, keepdim=True).values
+                act = live if act is None else act & live
+                lam_x, _ = min_norm_weights(Ry, allowed=act)
             if bool(weak.any()):  # only the strictly improvable objectives pull a weakly dominated x
                 imp = (gaps > eps_s[:, None]).to(lam.dtype)
                 lam_w = imp / torch.clamp(imp.sum(1, keepdim=True), min=1.0)
@@ -655,7 +664,7 @@ def _where_rows(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.T
 class ParetoM3Options:
     """ParetoM³ options (defaults tuned on ZDT1/2, DTLZ2 and convex quadratics; see the doc)."""
 
-    iters: int = 1500  # single-loop iterations per run (ctx.max_iter overrides)
+    iters: int = 800  # single-loop iterations per run (ctx.max_iter overrides)
     lr: float = 0.02  # Adam step of x, in units of the domain width (box), radius (ball) or max(1, |x0|)
     lr_y: float = 0.05  # Adam step of y (the dominating point), same units
     lr_final: float = 1e-3  # the steps decay by a cosine to this fraction of their start
@@ -696,11 +705,13 @@ class ParetoM3(Backend):
 
     def solve(self, problem: MultiObjectiveProblem, options: ParetoM3Options, ctx: RunContext) -> RawSolution:
         if options.lambda_rule not in ("entropic", "argmin"):
-            raise ValueError(f"lambda_rule must be 'entropic' or 'argmin', not {options.lambda_rule!r}")
+            raise OptionError("lambda_rule", f"lambda_rule must be 'entropic' or 'argmin', not {options.lambda_rule!r}")
         if options.lambda_x not in ("minnorm_y", "minnorm_x", "gap"):
-            raise ValueError(f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}")
+            raise OptionError(
+                "lambda_x", f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}"
+            )
         if options.guard not in ("dominance", "hinge", "none"):
-            raise ValueError(f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
+            raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
         torch.manual_seed(ctx.seed)
         if problem.preference is not None:
             return self._preferred(problem, options, ctx)

@@ -21,6 +21,7 @@ BACKENDS: dict[str, str] = {
     "adasgda": "optlang.backends.adasgda:AdaSGDA",
     "gda": "optlang.backends.gda:GDA",
     "paretom3": "optlang.backends.paretom3:ParetoM3",
+    "weighted-sum": "optlang.backends.weighted_sum:WeightedSum",
     "tcdro": "optlang.backends.tcdro:TCDRO",
     "dro-cvxpy": "optlang.backends.dro_cvxpy:DROCvxpy",
     "erm": "optlang.backends.erm:ERM",

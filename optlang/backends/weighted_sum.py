@@ -30,6 +30,7 @@ from optlang.backends.paretom3 import (
     safe_grads,
     variable_scale,
 )
+from optlang.errors import OptionError
 from optlang.mo_metrics import directions, hypervolume, nondominated_mask
 from optlang.problem import MultiObjectiveProblem
 
@@ -61,7 +62,9 @@ class WeightedSum(Backend):
     def solve(self, problem: MultiObjectiveProblem, options: WeightedSumOptions, ctx: RunContext) -> RawSolution:
         o = options
         if o.scalarization not in ("linear", "chebyshev"):
-            raise ValueError(f"scalarization must be 'linear' or 'chebyshev', not {o.scalarization!r}")
+            raise OptionError(
+                "scalarization", f"scalarization must be 'linear' or 'chebyshev', not {o.scalarization!r}"
+            )
         m = len(problem.objectives)
         names = [n for n, _ in problem.objectives]
         W = torch.as_tensor(directions(o.points, m), dtype=ctx.dtype, device=ctx.device)
