@@ -23,7 +23,7 @@ demo: setup
 	 else echo "(models/G1.txt links to ../shared/data/gset/G1.txt, absent here: skipping the Gset demo)"; fi
 
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -p no:cacheprovider
 
 lint: setup
 	$(VENV)/bin/ruff check optlang tests benchmarks
