@@ -228,7 +228,7 @@ def _add_sdp_bound(compiled: Compiled, raw: RawSolution, ctx: RunContext) -> Raw
     bound = float(sdp_bound(compiled.problem, ctx))
     if raw.bound is None or bound > raw.bound:
         raw.bound = bound
-    raw.info["sdp_bound"] = bound
+    raw.info["sdp_energy_lower_bound"] = bound  # in the lowered (minimize-energy) terms; Result.bound is the user's
     return raw
 
 
