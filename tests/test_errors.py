@@ -22,7 +22,7 @@ def _diagnostic(name: str) -> tuple[int, str]:
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         code = main(["solve", str(ERRORS / f"{name}.opt"), "--time-limit", "2", "--quiet"])
-    text = err.getvalue().replace(str(ERRORS) + os.sep, "")
+    text = err.getvalue().replace(str(ERRORS) + os.sep, "").replace(str(ERRORS), ".")
     return code, "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
