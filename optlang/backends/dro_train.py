@@ -11,6 +11,7 @@ The exact mathematics (duals, regions) lives in dro_common.py.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,18 +27,20 @@ _EXP_CLAMP = 60.0
 
 
 # ----------------------------------------------------------------------------- objectives
-class Objective:
+class Objective(ABC):
     """A DRO training objective: full-batch value (differentiable), minibatch estimate, refresh."""
 
     minibatch_ok: bool = True
 
+    @abstractmethod
     def full(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
-        raise NotImplementedError
+        """The objective on all samples (differentiable)."""
 
     def batch(self, values: dict[str, torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """An estimate of the objective from the samples `idx` (objectives with minibatch_ok)."""
+        raise RuntimeError(f"{type(self).__name__} has no minibatch estimate (minibatch_ok is False)")
 
-    def refresh(self, values: dict[str, torch.Tensor]) -> None:
+    def refresh(self, values: dict[str, torch.Tensor]) -> None:  # noqa: B027 — optional hook, default no-op
         """Re-solve the inner duals exactly on the full data (minibatch mode)."""
 
     def dual_params(self) -> list[torch.Tensor]:
