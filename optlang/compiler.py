@@ -229,7 +229,7 @@ def classify(ir: ModelIR) -> Form:
 
 
 # ---------------------------------------------------------------------------- linear residual
-def _linear_residual(loss: Node, tables: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
+def _linear_residual(loss: Node) -> tuple[Any, ...] | None:
     """Match ℓ = φ(±(X @ w + b − y)) with φ square/abs; returns (X, y, w, b, φ) or None."""
     if not isinstance(loss, Op):
         return None

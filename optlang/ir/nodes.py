@@ -51,10 +51,6 @@ class Op(Node):
         return self.args
 
 
-def free_vars(node: Node) -> frozenset[str]:
-    return node.type.vars
-
-
 def to_text(node: Node) -> str:
     """A readable rendering of an IR expression (for plans, reports, round-trip tests)."""
     from optlang.ir.atoms import ATOMS
