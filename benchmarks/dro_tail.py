@@ -1,18 +1,28 @@
 """Tail-robust regression benchmark: ERM, global χ²-DRO, Wasserstein DRO, inverse-density
 reweighting (LDS-style) and TC-DRO, linear models, on ../shared/data/regression and a generated set.
 
-    .venv/bin/python benchmarks/dro_tail.py [--quick] [--variants] [--datasets boston,cpus]
+    .venv/bin/python benchmarks/dro_tail.py [--quick] [--variants] [--select-radius] [--datasets boston,cpus]
 
 Per dataset: 5 seeded 80/20 train/test splits; features standardized with the training
 statistics, targets standardized for fitting and predictions mapped back (metrics in target
 units). Prints test MSE, tail MSE (targets in the top decile of the training targets) and SERA
 (boxplot φ of the training targets) as mean ± std over splits, then the ratios TC-DRO / ERM
 (mean of per-split ratios) and the target checks of issue 8.
+
+--select-radius: for each split, the radius of TC-DRO (ρ₀; its outer radius follows ρ₀) and of
+global χ²-DRO is chosen from RADIUS_GRID on an inner validation split of the TRAINING part only
+(VAL_FRAC held out, seeded by the split): each radius and ERM are fitted on the inner-training
+part and scored on the validation part; the chosen radius has the smallest validation tail MSE
+(validation targets ≥ the inner-training targets' 90 % quantile) among the radii whose validation
+MSE is ≤ VAL_MSE_SLACK × ERM's validation MSE; if none qualifies (or the validation part has no
+tail samples) the smallest radius is taken. The model is then refitted on the whole training part
+with the chosen radius. The test part is never used for the choice.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -36,6 +46,10 @@ CHI2_RADIUS = 0.3  # global χ²-DRO radius (the same code as TC-DRO with one re
 TC_RADIUS = 0.3  # TC-DRO base radius ρ₀ (regions' radii by the count rule; outer radius = ρ₀)
 TC_BINS = 10
 W_RADIUS = 0.01  # Wasserstein radius (standardized feature units; 0.1 already shrinks w far too much)
+RADIUS_GRID = (0.03, 0.1, 0.3, 1.0)  # --select-radius: candidate radii (χ²-DRO ρ and TC-DRO ρ₀)
+VAL_FRAC = 0.25  # --select-radius: share of the training part held out for validation
+VAL_MSE_SLACK = 1.15  # --select-radius: admissible validation MSE, relative to ERM's
+SELECTED = ("chi2-DRO", "TC-DRO")  # methods whose radius --select-radius chooses
 
 
 def data_dir() -> Path:
@@ -118,9 +132,38 @@ def fit_predict(
     return Xte @ sol.values["w"] + float(sol.values["b"]), dt
 
 
-def run_dataset(name: str, splits: int, variants: bool) -> dict[str, dict[str, list[float]]]:
+def select_radius(
+    backend: str, amb: Ambiguity, opts: dict, Xtr: np.ndarray, ytr: np.ndarray, seed: int
+) -> tuple[float, str]:
+    """Choose the radius on an inner validation split of the training data (never the test data).
+
+    Returns the radius and a short note. Criterion: smallest validation tail MSE among the radii of
+    RADIUS_GRID with validation MSE ≤ VAL_MSE_SLACK × ERM's; otherwise the smallest radius.
+    """
+    rng = np.random.default_rng(5000 + seed)
+    perm = rng.permutation(len(ytr))
+    n_val = int(round(VAL_FRAC * len(ytr)))
+    va, fi = perm[:n_val], perm[n_val:]
+    Xf, yf, Xv, yv = Xtr[fi], ytr[fi], Xtr[va], ytr[va]
+    erm_pred, _ = fit_predict("erm", Ambiguity("chi2", 0.0), {}, Xf, yf, Xv, seed)
+    erm_mse = metrics.mse(yv, erm_pred)
+    best, best_tail = None, np.inf
+    for r in RADIUS_GRID:
+        pred, _ = fit_predict(backend, dataclasses.replace(amb, radius=r), opts, Xf, yf, Xv, seed)
+        mse_r, tail_r = metrics.mse(yv, pred), metrics.tail_mse(yv, pred, yf, 0.9)
+        if mse_r <= VAL_MSE_SLACK * erm_mse and np.isfinite(tail_r) and tail_r < best_tail:
+            best, best_tail = r, tail_r
+    if best is None:
+        return RADIUS_GRID[0], "fallback"
+    return best, "val"
+
+
+def run_dataset(
+    name: str, splits: int, variants: bool, select: bool = False
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, list[str]]]:
     X, y = load(name)
     res: dict[str, dict[str, list[float]]] = {}
+    chosen: dict[str, list[str]] = {}
     for s in range(splits):
         rng = np.random.default_rng(1000 + s)
         perm = rng.permutation(len(y))
@@ -133,6 +176,10 @@ def run_dataset(name: str, splits: int, variants: bool) -> dict[str, dict[str, l
         ytr = (y[tr] - ym) / ys
         phi = metrics.boxplot_relevance(y[tr])
         for label, backend, amb, opts in methods(variants):
+            if select and label in SELECTED:
+                r, how = select_radius(backend, amb, opts, Xtr, ytr, seed=s)
+                amb = dataclasses.replace(amb, radius=r)
+                chosen.setdefault(label, []).append(f"{r:g}" + ("*" if how == "fallback" else ""))
             pred_std, dt = fit_predict(backend, amb, opts, Xtr, ytr, Xte, seed=s)
             pred = pred_std * ys + ym
             row = res.setdefault(label, {"mse": [], "tail": [], "sera": [], "time": []})
@@ -140,7 +187,7 @@ def run_dataset(name: str, splits: int, variants: bool) -> dict[str, dict[str, l
             row["tail"].append(metrics.tail_mse(y[te], pred, y[tr], 0.9))
             row["sera"].append(metrics.sera(y[te], pred, phi))
             row["time"].append(dt)
-    return res
+    return res, chosen
 
 
 def fmt(xs: list[float]) -> str:
@@ -160,20 +207,32 @@ def main() -> None:
     ap.add_argument("--variants", action="store_true", help="also run TC-DRO option variants")
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument(
+        "--select-radius",
+        action="store_true",
+        help="choose the χ²-DRO and TC-DRO radii per split on an inner validation split of the training data",
+    )
     args = ap.parse_args()
     torch.set_num_threads(1)  # small linear models: one thread, no oversubscription on a shared machine
     names = [d for d in args.datasets.split(",") if d]
     splits = 3 if args.quick else args.splits
     if args.quick and "bikeshare" in names and args.datasets == ",".join(DATASETS):
         names.remove("bikeshare")
+    radii = "χ² ρ and TC ρ₀ selected" if args.select_radius else f"χ² ρ={CHI2_RADIUS}, TC ρ₀={TC_RADIUS}"
     print(
-        f"# dro_tail: linear models, {splits} splits (80/20), χ² ρ={CHI2_RADIUS}, TC ρ₀={TC_RADIUS} "
+        f"# dro_tail: linear models, {splits} splits (80/20), {radii}, TC "
         f"K={TC_BINS}, W r={W_RADIUS}; metrics in target units; tail = top decile of train targets"
     )
+    if args.select_radius:
+        print(
+            f"# --select-radius: χ²-DRO ρ and TC-DRO ρ₀ per split from {list(RADIUS_GRID)} on a "
+            f"{VAL_FRAC:.0%} validation split of the training part: least validation tail MSE with "
+            f"validation MSE ≤ {VAL_MSE_SLACK} × ERM's (else the smallest radius, marked *)"
+        )
     summary = []
     for name in names:
         t0 = time.perf_counter()
-        res = run_dataset(name, splits, args.variants)
+        res, chosen = run_dataset(name, splits, args.variants, args.select_radius)
         missing = int(np.sum(np.isnan(res["ERM"]["tail"])))
         note = f"; {missing} split(s) without tail test samples left out of tail MSE" if missing else ""
         print(f"\n## {name}  ({time.perf_counter() - t0:.1f} s{note})")
@@ -186,6 +245,8 @@ def main() -> None:
                 f"| {label} | {fmt(row['mse'])} | {fmt(row['tail'])} | {fmt(row['sera'])} | {rt:.3f} | {rs:.3f} "
                 f"| {rm:.3f} | {np.mean(row['time']):.2f} |"
             )
+        if chosen:
+            print("\nchosen radius per split: " + "; ".join(f"{k} {', '.join(v)}" for k, v in chosen.items()))
         tc = res["TC-DRO"]
         rt, rm = ratio(tc["tail"], erm["tail"]), ratio(tc["mse"], erm["mse"])
         sera_tc = np.mean(tc["sera"])

@@ -25,6 +25,7 @@ from optlang.backends.sdbpg import (
     certificate,
     lipschitz,
     make_generator,
+    oracle_info,
     refuse_bilevel,
 )
 from optlang.problem import BilevelProblem
@@ -333,15 +334,7 @@ class _PenaltyRun:
             "stages": self.stages,
             "lower_reached": bool(checks["lower_stationary"][0] and checks.get("lower_gap", (True, ""))[0]),
             "lam_max": 1.0 / self.eps,
-            "L_f": getattr(self, "Lf", float("nan")),
-            "L_g": getattr(self, "Lg", float("nan")),
-            "grad_evals": self.of.calls + self.og.calls,
-            "grad_evals_f": self.of.calls,
-            "grad_evals_g": self.og.calls,
-            "samples": self.of.samples + self.og.samples,
-            "batch_f": self.of.batch,
-            "batch_g": self.og.batch,
-            "trace": self.tracer.rows,
+            **oracle_info(self),
             **stats,
         }
         if note:

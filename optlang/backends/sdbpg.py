@@ -296,6 +296,22 @@ class SDBPGOptions:
     eval_samples: int = 4096  # monitoring evaluations use at most this many (fixed) samples
 
 
+def oracle_info(run: Any) -> dict[str, Any]:
+    """Lipschitz estimates, evaluation and sample counts, batch sizes and the trace of a bilevel run
+    (shared by sdbpg and penalty)."""
+    return {
+        "L_f": getattr(run, "Lf", float("nan")),
+        "L_g": getattr(run, "Lg", float("nan")),
+        "grad_evals": run.of.calls + run.og.calls,
+        "grad_evals_f": run.of.calls,
+        "grad_evals_g": run.og.calls,
+        "samples": run.of.samples + run.og.samples,
+        "batch_f": run.of.batch,
+        "batch_g": run.og.batch,
+        "trace": run.tracer.rows,
+    }
+
+
 class SDBPG(Backend):
     """The SDBPG family: dynamic barrier gradient with a perturbed, bounded multiplier."""
 
@@ -685,16 +701,8 @@ class _Run:
             "lam_max": lam_max,
             "lam_level": getattr(self, "Lam", self.o.lam_target),
             "phases": getattr(self, "phases", 0),
-            "L_f": getattr(self, "Lf", float("nan")),
-            "L_g": getattr(self, "Lg", float("nan")),
-            "grad_evals": self.of.calls + self.og.calls,
-            "grad_evals_f": self.of.calls,
-            "grad_evals_g": self.og.calls,
-            "samples": self.of.samples + self.og.samples,
-            "batch_f": self.of.batch,
-            "batch_g": self.og.batch,
-            "trace": self.tracer.rows,
-            **{k: v for k, v in stats.items()},
+            **oracle_info(self),
+            **stats,
         }
         if note:
             info["note"] = note
