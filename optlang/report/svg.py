@@ -96,16 +96,18 @@ class Axes:
         out: list[str] = []
         x0, x1 = self.left, self.width - self.right
         y0, y1 = self.height - self.bottom, self.top
-        for t in self.x.ticks():
+        xt = self.x.ticks()
+        for t, label in zip(xt, fmt_ticks(xt), strict=True):
             px = self.x(t)
             if x0 - 0.5 <= px <= x1 + 0.5:
                 out.append(f'<line class="grid" x1="{px:.1f}" y1="{y1}" x2="{px:.1f}" y2="{y0}"/>')
-                out.append(f'<text class="tick" x="{px:.1f}" y="{y0 + 16}" text-anchor="middle">{fmt_tick(t)}</text>')
-        for t in self.y.ticks():
+                out.append(f'<text class="tick" x="{px:.1f}" y="{y0 + 16}" text-anchor="middle">{label}</text>')
+        yt = self.y.ticks()
+        for t, label in zip(yt, fmt_ticks(yt), strict=True):
             py = self.y(t)
             if y1 - 0.5 <= py <= y0 + 0.5:
                 out.append(f'<line class="grid" x1="{x0}" y1="{py:.1f}" x2="{x1}" y2="{py:.1f}"/>')
-                out.append(f'<text class="tick" x="{x0 - 6}" y="{py + 4:.1f}" text-anchor="end">{fmt_tick(t)}</text>')
+                out.append(f'<text class="tick" x="{x0 - 6}" y="{py + 4:.1f}" text-anchor="end">{label}</text>')
         out.append(f'<rect class="frame" x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}"/>')
         if self.title:
             out.append(
@@ -224,6 +226,16 @@ def fmt_tick(v: float) -> str:
     if a >= 1e4 or a < 1e-3:
         return f"{v:.3g}"
     return f"{v:.4g}"
+
+
+def fmt_ticks(ticks: list[float]) -> list[str]:
+    """Labels for a whole axis: as short as fmt_tick, with more digits until neighbours differ."""
+    labels = [fmt_tick(t) for t in ticks]
+    digits = 4
+    while len(set(labels)) < len(labels) and digits < 15:
+        digits += 1
+        labels = ["0" if t == 0 else f"{t:.{digits}g}" for t in ticks]
+    return labels
 
 
 def _limits(values: list[float], log: bool = False, pad: float = 0.05) -> tuple[float, float]:
