@@ -218,9 +218,9 @@ def main() -> None:
     splits = 3 if args.quick else args.splits
     if args.quick and "bikeshare" in names and args.datasets == ",".join(DATASETS):
         names.remove("bikeshare")
-    radii = "χ² ρ and TC ρ₀ selected" if args.select_radius else f"χ² ρ={CHI2_RADIUS}, TC ρ₀={TC_RADIUS}"
+    chi, tc = (" selected", " selected") if args.select_radius else (f"={CHI2_RADIUS}", f"={TC_RADIUS}")
     print(
-        f"# dro_tail: linear models, {splits} splits (80/20), {radii}, TC "
+        f"# dro_tail: linear models, {splits} splits (80/20), χ² ρ{chi}, TC ρ₀{tc} "
         f"K={TC_BINS}, W r={W_RADIUS}; metrics in target units; tail = top decile of train targets"
     )
     if args.select_radius:
