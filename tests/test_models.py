@@ -118,3 +118,9 @@ def test_portfolio_matches_cvxpy() -> None:
     prob.solve()
     r = m.solve(seed=0)
     assert r.objective == pytest.approx(prob.value, abs=1e-5)
+
+
+def test_box_projection_is_accurate_to_float64() -> None:
+    r = optlang.parse("var x[3] in [0, 1]\nminimize sumsq(x - [2, -1, 0.5])\n").solve(seed=0)
+    np.testing.assert_allclose(r.values["x"], [1.0, 0.0, 0.5], atol=1e-6)
+    assert r.status.value == "converged"

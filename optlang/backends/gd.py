@@ -26,6 +26,7 @@ class GDOptions:
     max_iter: int = 5000
     tol: float = 1e-7
     restarts: int = 1
+    polish_iter: int = 500  # float64 iterations after a float32 run (0: none)
 
 
 class GD(Backend):
@@ -77,6 +78,15 @@ class GD(Backend):
                 st, iters, val = self._lbfgs(f, x, max_iter, tol, ctx)
             else:
                 st, iters, val = self._first_order(f, x, problem, method, options.lr, max_iter, tol, ctx)
+            if ctx.dtype != torch.float64 and st != Status.DIVERGED and not ctx.should_stop():
+                # float32 cannot resolve the last digits of f: polish in float64 from the float32 point
+                f64 = problem.objective.compile(ctx.device, torch.float64)
+                x = {k: t.detach().to(torch.float64).requires_grad_(True) for k, t in x.items()}
+                if method == "lbfgs":
+                    st, more, val = self._lbfgs(f64, x, options.polish_iter, tol, ctx)
+                else:
+                    st, more, val = self._first_order(f64, x, problem, "pgd", options.lr, options.polish_iter, tol, ctx)
+                iters += more
             total_iters += iters
             if st == Status.DIVERGED and best is not None:
                 continue
@@ -166,14 +176,15 @@ class GD(Backend):
                     with torch.no_grad():
                         new = float(f(x))
                         moved = sum(float(((p - o) ** 2).sum()) for p, o in zip(params, old, strict=True))
-                    if new <= val - 0.5 / step * moved + 1e-12 * abs(val) or step < 1e-12:
+                    if new <= val - 0.5 / step * moved or step < 1e-12:
                         break
                     step *= 0.5
             with torch.no_grad():
                 moved = max(float((p - o).abs().max()) for p, o in zip(params, old, strict=True))
             if it % 10 == 0:
                 ctx.report(val)
-            if moved <= tol * max(1.0, step if opt is None else 1.0):
+            scale = max(1.0, max(float(p.detach().abs().max()) for p in params))
+            if moved <= tol * scale:
                 return Status.CONVERGED, it, float(f(x).detach())
             if ctx.should_stop():
                 return ctx.stop_status(), it, float(f(x).detach())
