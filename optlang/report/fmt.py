@@ -76,3 +76,38 @@ def cell(v: Any) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={cell(x)}" for k, x in v.items())
     return DASH if v is None else str(v)
+
+
+BENCH_COLUMNS = (
+    "backend",
+    "models",
+    "reached best",
+    "fastest",
+    "ρ(1)",
+    "ρ(2)",
+    "ρ(10)",
+    "median gap",
+    "failed models",
+    "error runs",
+    "runs",
+)
+
+
+def bench_rows(backend_table: list[dict[str, Any]]) -> list[list[str]]:
+    """The cells of a bench report's backend table, in BENCH_COLUMNS order (HTML and Markdown)."""
+    return [
+        [
+            r["backend"],
+            str(r["models"]),
+            str(r["reached_best"]),
+            str(r["fastest"]),
+            f"{r['rho_1']:.2f}",
+            f"{r['rho_2']:.2f}",
+            f"{r['rho_10']:.2f}",
+            pct(r["median_gap"]),
+            str(r["failed_models"]),
+            str(r["error_runs"]),
+            str(r["runs"]),
+        ]
+        for r in backend_table
+    ]

@@ -315,36 +315,7 @@ def render_bench(b: BenchReport) -> str:
         "gap + 1e-6.</p></section>"
     )
     body.append('<section id="summary"><h2>Backends</h2>')
-    hdr = (
-        "backend",
-        "models",
-        "reached best",
-        "fastest",
-        "ρ(1)",
-        "ρ(2)",
-        "ρ(10)",
-        "median gap",
-        "failed models",
-        "error runs",
-        "runs",
-    )
-    rows = [
-        [
-            r["backend"],
-            str(r["models"]),
-            str(r["reached_best"]),
-            str(r["fastest"]),
-            f"{r['rho_1']:.2f}",
-            f"{r['rho_2']:.2f}",
-            f"{r['rho_10']:.2f}",
-            fmt.pct(r["median_gap"]),
-            str(r["failed_models"]),
-            str(r["error_runs"]),
-            str(r["runs"]),
-        ]
-        for r in b.backend_table()
-    ]
-    body.append(table(hdr, rows, cls="summary"))
+    body.append(table(fmt.BENCH_COLUMNS, fmt.bench_rows(b.backend_table()), cls="summary"))
     body.append("</section>")
     body.append('<section id="models"><h2>Models</h2>')
     body.append(table(["model", "kind", "best known", *b.backends], b.model_table(), cls="models", name_cols=2))

@@ -175,39 +175,7 @@ def render_bench(b: BenchReport) -> str:
         "## Backends",
         "",
     ]
-    out.append(
-        table(
-            (
-                "backend",
-                "models",
-                "reached best",
-                "fastest",
-                "ρ(1)",
-                "ρ(2)",
-                "ρ(10)",
-                "median gap",
-                "failed models",
-                "error runs",
-                "runs",
-            ),
-            [
-                (
-                    r["backend"],
-                    r["models"],
-                    r["reached_best"],
-                    r["fastest"],
-                    f"{r['rho_1']:.2f}",
-                    f"{r['rho_2']:.2f}",
-                    f"{r['rho_10']:.2f}",
-                    fmt.pct(r["median_gap"]),
-                    r["failed_models"],
-                    r["error_runs"],
-                    r["runs"],
-                )
-                for r in b.backend_table()
-            ],
-        )
-    )
+    out.append(table(fmt.BENCH_COLUMNS, fmt.bench_rows(b.backend_table())))
     out += [
         "",
         "ρ(τ): share of the models it ran on where the backend reached the best objective found within τ × the "
