@@ -197,6 +197,21 @@ def test_stochastic_sample_axis_minibatches() -> None:
     assert rel_err(rp.values["w"], x_star) < 0.5 * start
 
 
+def test_stochastic_phase_ends_when_multiplier_binds() -> None:
+    """With minibatch noise the step EMA never vanishes; the default (auto bind_frac = 0.3 when
+    stochastic) raises the multiplier level once λ presses against it, so the iterate gets much
+    closer to x* in the same iterations than with the bind test off (phases then end by patience)."""
+    rng = np.random.default_rng(6)
+    N, d, r = 6000, 20, 10
+    X = rng.standard_normal((N, r)) @ rng.standard_normal((r, d)) / np.sqrt(r)
+    y = X @ rng.standard_normal(d)
+    x_star = np.linalg.pinv(X) @ y
+    prob = BilevelProblem((Variable("w", (d,)),), half_sq_dist(np.zeros(d), "w"), mean_sq_fn(X, y), lower_optimum=0.0)
+    runs = {b: solve(SDBPG(), prob, batch_g=128, max_iter=400, tol=1e-9, tol_g=1e-9, bind_frac=b) for b in (-1.0, 0.0)}
+    assert runs[-1.0].info["phases"] >= 2 and runs[0.0].info["phases"] == 0
+    assert rel_err(runs[-1.0].values["w"], x_star) < 0.25 * rel_err(runs[0.0].values["w"], x_star)
+
+
 def test_auto_batch_rule() -> None:
     assert auto_batch(None, 0) is None
     assert auto_batch(1000, 0) is None  # small: full batch

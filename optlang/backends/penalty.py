@@ -42,7 +42,7 @@ class PenaltyOptions:
     inner_iters: int = 2000  # at most this many steps per stage
     inner_tol: float = 1e-3  # stage ends when ‖∇P_ε‖ ≤ inner_tol·max(1, ‖∇f‖) (lbfgs) or the step EMA stalls
     stall_ratio: float = 0.01  # sgd: stage ends when EMA ‖∇P‖/max(‖∇f‖, ‖∇g‖/ε) falls below this
-    patience: int = 1000  # sgd: … or when that EMA has not shrunk by 10% for this many steps
+    patience: int = -1  # sgd: … or when that EMA has not shrunk 10% in this many steps (−1: 100 stochastic, else 1000)
     step_scale: float = 1.0  # sgd step c/(L_f + L_g/ε)
     momentum: float = -1.0  # sgd: constant β in [0, 1), or −1 for k/(k+3) with adaptive restart
     batch_f: int = 0  # minibatch for ∇f: 0 auto (full when ≤ 4096 samples), -1 full, k > 0 size
@@ -108,6 +108,7 @@ class _PenaltyRun:
             else torch.randperm(self.og.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
         )
         stochastic = self.of.stochastic or self.og.stochastic
+        self.patience = o.patience if o.patience > 0 else (100 if stochastic else 1000)
         self.use_lbfgs = o.inner == "lbfgs" or (o.inner == "auto" and not stochastic and not self.flat.needs_projection)
         if self.use_lbfgs and self.flat.needs_projection:
             from optlang.errors import OptionError
@@ -237,7 +238,7 @@ class _PenaltyRun:
                 ema_best, best_t = ema, step
             if self.t % o.report_every == 0:
                 self._report(x)
-            if step >= 50 and (ema < o.stall_ratio or step - best_t >= o.patience):
+            if step >= 50 and (ema < o.stall_ratio or step - best_t >= self.patience):
                 break
         return x, None, ""
 

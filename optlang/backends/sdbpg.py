@@ -23,6 +23,7 @@ from optlang.problem import BilevelProblem, TorchFunction, Variable
 
 FLOOR_CAP = 1e-2  # the dtype rounding floor never loosens the KKT test beyond 1% of ‖∇f‖
 BLOWUP = 1e12  # |f|, |g| or ‖x‖ beyond this (relative to the start) counts as divergence
+BIND_STOCHASTIC = 0.3  # auto bind_frac for stochastic levels (chosen on held-out regressions, docs/backends/sdbpg.md)
 
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -272,7 +273,7 @@ class SDBPGOptions:
     stall_ratio: float = 1e-3  # stall rule: phase ends when EMA ‖d‖/‖∇f‖ falls below this
     min_phase: int = 50  # stall rule: iterations before a phase may end
     lam_cap: float = 1e6  # stall rule: Λ grows no further
-    bind_frac: float = 0.0  # stall rule: a phase ends when the EMA of λ reaches bind_frac·Λ (0: off) …
+    bind_frac: float = -1.0  # stall rule: phase ends when EMA λ ≥ bind_frac·Λ (0: off, −1: 0.3 if stochastic) …
     patience: int = 1000  # stall rule: … or when that EMA has not shrunk by 10% for this many iterations
     rho_power: float = 0.5  # power rule exponent p
     rho_tau: float = 100.0  # power rule time scale τ
@@ -391,6 +392,9 @@ class _Run:
         self.stochastic = self.of.stochastic or self.og.stochastic
         self.smoothing = o.lam_smoothing if o.lam_smoothing >= 0 else (0.05 if self.stochastic else 0.0)
         self.alpha_level = o.alpha_rule == "level" or (o.alpha_rule == "auto" and self.stochastic)
+        # minibatch noise keeps the step EMA off zero, so only `patience` would end a phase; λ pressing
+        # against its level Λ (the perturbed resting point has λ = Λ) is the noise-robust signal
+        self.bind_frac = o.bind_frac if o.bind_frac >= 0 else (BIND_STOCHASTIC if self.stochastic else 0.0)
         self.t_now = 0
         self.g_star = problem.lower_optimum
         if o.phi == "gap" and self.g_star is None:
@@ -566,7 +570,7 @@ class _Run:
             # the phase ends when λ presses against the level Λ the perturbation allows (bind_frac), the
             # step EMA is tiny, or that EMA has stopped shrinking (patience)
             lam_ema = lam if t - phase_start <= 1 else 0.9 * lam_ema + 0.1 * lam
-            binding = o.bind_frac > 0 and lam_ema >= o.bind_frac * self.Lam
+            binding = self.bind_frac > 0 and lam_ema >= self.bind_frac * self.Lam
             stalled = binding or ema < o.stall_ratio or t - ema_best_t >= o.patience
             may_grow = o.perturbation and o.rho_rule == "stall" and self.Lam < o.lam_cap
             if may_grow and stalled and t - phase_start >= o.min_phase and t >= next_check:
