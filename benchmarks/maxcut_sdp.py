@@ -5,7 +5,9 @@
 Part A, per graph (generated n = 50 … 800, Gset G1, G14, G43): the SDP value and time by
 cvxpy+SCS (rigorous after the dual shift), the proxy's one-forward-pass bound and time, the
 refined proxy (forward + BM steps until the certified gap ≤ 0.3 %) and a cold Burer–Monteiro run
-to the same certified gap; ratios bound/SDP and speed ratios. Part B: `bnb` on random ±1 graphs
+to the same certified gap (with its standard check schedule, and "bm*" with the schedule that was
+best for BM on the tuning graphs); ratios bound/SDP and speed ratios; "steps a/b/c, checks a/b/c"
+are refined/bm/bm*. Part B: `bnb` on random ±1 graphs
 (p = 0.5), n = 30, 40, 50: nodes, time and status with proxy bounds versus cvxpy+SCS bounds.
 Gset is read from ../shared/data/gset (override with OPTLANG_SHARED_DATA).
 """
@@ -28,7 +30,13 @@ from optlang.backends.ising_ops import read_gset  # noqa: E402
 from optlang.backends.maxcut_sdp.bnb import BnBOptions, BranchAndBound  # noqa: E402
 from optlang.backends.maxcut_sdp.bounds import dense_weights  # noqa: E402
 from optlang.backends.maxcut_sdp.graphs import erdos_renyi, generate, shared_data_dir  # noqa: E402
-from optlang.backends.maxcut_sdp.proxy import load_model, proxy_solve  # noqa: E402
+from optlang.backends.maxcut_sdp.proxy import (  # noqa: E402
+    BM_SCHEDULE,
+    BM_TUNED_SCHEDULE,
+    REFINE_SCHEDULE,
+    load_model,
+    proxy_solve,
+)
 from optlang.backends.maxcut_sdp.sdp_cvxpy import solve_sdp_cvxpy  # noqa: E402
 from optlang.problem import IsingProblem  # noqa: E402
 
@@ -73,6 +81,7 @@ def part_a(quick: bool, seed: int, cvx_max_n: int, scs_limit: float) -> None:
     hdr = (
         f"{'graph':17s} {'n':>5s} {'SDP (SCS)':>11s} {'t_scs':>7s} | {'fwd/SDP':>8s} {'t_fwd':>6s} {'x SCS':>6s}"
         f" | {'ref/SDP':>8s} {'t_ref':>6s} | {'bm/SDP':>8s} {'t_bm':>6s} | {'t_bm/t_ref':>10s}"
+        f" | {'t_bm*':>6s} {'bm*/ref':>8s}"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -91,31 +100,69 @@ def part_a(quick: bool, seed: int, cvx_max_n: int, scs_limit: float) -> None:
         rep = 3 if n <= 400 else 1
         fwd, t_fwd = timed(seeded, Wd, seed, model=model, repeat=rep)
         ref, t_ref = timed(
-            seeded, Wd, seed, model=model, refine_steps=3000, target_gap=TARGET, certify_forward=False, repeat=rep
+            seeded,
+            Wd,
+            seed,
+            model=model,
+            refine_steps=3000,
+            target_gap=TARGET,
+            certify_forward=False,
+            keep_rank=True,
+            first_check=REFINE_SCHEDULE[0],
+            growth=REFINE_SCHEDULE[1],
+            repeat=rep,
         )
-        bm, t_bm = timed(seeded, Wd, seed, refine_steps=5000, target_gap=TARGET, repeat=rep)
+        bm, t_bm = timed(
+            seeded,
+            Wd,
+            seed,
+            refine_steps=5000,
+            target_gap=TARGET,
+            first_check=BM_SCHEDULE[0],
+            growth=BM_SCHEDULE[1],
+            repeat=rep,
+        )
+        bm2, t_bm2 = timed(
+            seeded,
+            Wd,
+            seed,
+            refine_steps=5000,
+            target_gap=TARGET,
+            first_check=BM_TUNED_SCHEDULE[0],
+            growth=BM_TUNED_SCHEDULE[1],
+            repeat=rep,
+        )
         # the SDP value: SCS's certified bound when run, else the best certified bound we have
-        cands = [ref.bound, bm.bound] + ([sdp.dual.bound] if sdp is not None else [])
-        primal = max(ref.primal, bm.primal, sdp.primal if sdp is not None else -np.inf)
+        cands = [ref.bound, bm.bound, bm2.bound] + ([sdp.dual.bound] if sdp is not None else [])
+        primal = max(ref.primal, bm.primal, bm2.primal, sdp.primal if sdp is not None else -np.inf)
         val = min(cands)
         if sdp is None:
             scs_txt = f"{val:10.2f}* {'':>7s}"
         speed = t_scs / t_fwd if sdp is not None else float("nan")
-        rows.append((fwd.bound / val, ref.bound / val, t_bm / t_ref, speed, n))
+        rows.append((fwd.bound / val, ref.bound / val, t_bm / t_ref, t_bm2 / t_ref, speed, n))
         print(
             f"{name:17s} {n:5d} {scs_txt} | {fwd.bound / val:8.4f} {t_fwd:6.2f} {speed:6.1f}"
             f" | {ref.bound / val:8.4f} {t_ref:6.2f} | {bm.bound / val:8.4f} {t_bm:6.2f} | {t_bm / t_ref:10.2f}"
-            f"   (primal gap {(val - primal) / val:.1e})",
+            f" | {t_bm2:6.2f} {t_bm2 / t_ref:8.2f}   (primal gap {(val - primal) / val:.1e}; steps {ref.refine_steps}"
+            f"/{bm.refine_steps}/{bm2.refine_steps}, checks {ref.checks}/{bm.checks}/{bm2.checks})",
             flush=True,
         )
-    r = np.array([x[:3] for x in rows])
+    r = np.array([x[:4] for x in rows])
     print(
         f"\nforward bound / SDP: median {np.median(r[:, 0]):.4f}, max {r[:, 0].max():.4f}; within 3%: "
         f"{int((r[:, 0] <= 1.03).sum())}/{len(r)}"
     )
     print(
         f"refined bound / SDP: max {r[:, 1].max():.4f}; BM time / refined time: median {np.median(r[:, 2]):.2f}, "
-        f"geo-mean {np.exp(np.log(r[:, 2]).mean()):.2f}"
+        f"geo-mean {np.exp(np.log(r[:, 2]).mean()):.2f}; BM* time / refined time: median {np.median(r[:, 3]):.2f}, "
+        f"geo-mean {np.exp(np.log(r[:, 3]).mean()):.2f}"
+    )
+    print(
+        f"refined = network + BM steps at the network's rank, checks at {REFINE_SCHEDULE[0]} "
+        f"then ×{REFINE_SCHEDULE[1]}; "
+        f"bm = sdp-bm (random start, rank ⌈√(2n)⌉+1, checks at {BM_SCHEDULE[0]} then ×{BM_SCHEDULE[1]}); "
+        f"bm* = the same BM with the check schedule best for it on the tuning graphs "
+        f"({BM_TUNED_SCHEDULE[0]} then ×{BM_TUNED_SCHEDULE[1]})"
     )
     print("* no SCS run (too slow at this size): value = best certified bound of the proxy / BM runs")
     print("~ SCS stopped at its time limit (its shifted dual is still a valid, looser bound)")

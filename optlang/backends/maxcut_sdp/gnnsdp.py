@@ -6,6 +6,8 @@ model asks `bound = "sdp"` with another backend.
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -15,7 +17,7 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut_sdp.bounds import certificate, dense_weights
 from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
-from optlang.backends.maxcut_sdp.proxy import ProxyResult, load_model, proxy_solve
+from optlang.backends.maxcut_sdp.proxy import REFINE_SCHEDULE, ProxyResult, load_model, proxy_solve
 from optlang.backends.maxcut_sdp.reduce import MaxCutForm, to_maxcut
 from optlang.problem import IsingProblem
 
@@ -49,6 +51,15 @@ def run_proxy(
     """The proxy on a Max-Cut form, on ctx's device and dtype."""
     Wd = dense_weights(mc.W, ctx.device, ctx.dtype)
     model = load_model(ctx.device, ctx.dtype, weights or None)
+    should_stop = ctx.should_stop
+    if math.isfinite(ctx.remaining()):
+        # leave time for what follows the refinement: the final float64 eigensolve, the rounding and
+        # the certificate's own eigensolve (an eigensolve ≈ 7–10 Cholesky factorizations, timed here)
+        reserve = 4.0 * eig_seconds(mc.n, ctx.device)
+
+        def should_stop() -> bool:
+            return ctx.should_stop() or ctx.remaining() <= reserve
+
     return proxy_solve(
         Wd,
         ctx.torch_generator(),
@@ -56,9 +67,28 @@ def run_proxy(
         refine_steps=refine_steps,
         target_gap=target_gap,
         shift=shift,
-        should_stop=ctx.should_stop,
+        should_stop=should_stop,
         certify_forward=certify_forward,
+        keep_rank=True,
+        first_check=REFINE_SCHEDULE[0],
+        growth=REFINE_SCHEDULE[1],
     )
+
+
+def eig_seconds(n: int, device: str | torch.device) -> float:
+    """An estimate of one float64 n × n eigensolve here: 10 × a timed Cholesky (measured 7–10×)."""
+    return 10.0 * time_cholesky(n, device)
+
+
+def time_cholesky(n: int, device: str | torch.device) -> float:
+    """Seconds one float64 Cholesky of an n × n matrix takes here (the unit of certificate cost)."""
+    A = torch.eye(n, dtype=torch.float64, device=device) * float(n)
+    A += 1.0
+    t = time.perf_counter()
+    torch.linalg.cholesky_ex(A)
+    if A.is_cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - t
 
 
 def sdp_bound(problem: IsingProblem, ctx: RunContext) -> float:
@@ -94,8 +124,17 @@ class GNNSDP(Backend):
         res = run_proxy(mc, ctx, steps, target, options.shift, options.weights, options.forward_bound)
         ctx.report(mc.offset - res.primal, mc.offset - res.bound, stage="proxy")
         polish = options.polish if not ctx.should_stop() else 1  # out of time: polish only the best rounding
+        stop = None
+        if math.isfinite(ctx.remaining()):  # end the 1-flip descent in time for the certificate's eigensolve
+            cert = 1.5 * eig_seconds(mc.n, ctx.device)
+
+            def stop() -> bool:
+                return ctx.remaining() <= cert
+
         with torch.no_grad():
-            t, cut = gw_round(mc.W, res.V, options.planes, ctx.torch_generator(), options.local_search, polish)
+            t, cut = gw_round(
+                mc.W, res.V, options.planes, ctx.torch_generator(), options.local_search, polish, stop=stop
+            )
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
         lower = mc.offset - res.bound
@@ -103,6 +142,8 @@ class GNNSDP(Backend):
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), res.dual.y, cut)
         checks["energy_recomputed"] = echeck
         status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
+        if status == Status.FEASIBLE and res.stopped == "time":  # stopped early to finish within the limit
+            status = Status.TIME_LIMIT if not ctx.interrupted else ctx.stop_status(Status.FEASIBLE)
         info = {
             "cut": cut,
             "sdp_upper_bound": res.bound,

@@ -7,11 +7,13 @@ float64 from W.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from optlang.backends.ising_ops import one_flip_descent, to_torch_csr
+from optlang.backends.ising_ops import descent_with_fields, to_torch_csr
 
 
 def cuts_of(W: sp.csr_matrix, S: np.ndarray) -> np.ndarray:
@@ -29,12 +31,14 @@ def gw_round(
     polish: int = 16,
     chunk: int = 256,
     Jt: torch.Tensor | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[np.ndarray, float]:
     """The best cut over `n_planes` hyperplane roundings of V (rows of V are vertices).
 
     All roundings are scored (one batched product); the `polish` best are then refined together
     by 1-flip descent (the descent costs far more than rounding, and the best roundings usually
-    descend to the best cuts). Returns (t, cut): a ±1 vector (numpy float64), its float64 cut.
+    descend to the best cuts; `stop()`, polled between descent rounds, ends it early with valid
+    spins). Returns (t, cut): a ±1 vector (numpy float64), its float64 cut.
     """
     n, k = V.shape
     if n == 0:
@@ -58,7 +62,7 @@ def gw_round(
         if Jt is None:
             Jt = to_torch_csr((W / 4.0).tocsr(), device=device, dtype=dtype)
         h = torch.zeros(n, device=device, dtype=dtype)
-        S = one_flip_descent(Jt, h, S)
+        S = descent_with_fields(Jt, h, S, stop=stop)[0]
     Sn = S.detach().to("cpu", torch.float64).numpy()
     cuts = cuts_of(W, Sn)
     j = int(np.argmax(cuts))

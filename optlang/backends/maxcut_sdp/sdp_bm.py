@@ -13,7 +13,7 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut_sdp.bounds import certificate, dense_weights
 from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
-from optlang.backends.maxcut_sdp.proxy import proxy_solve
+from optlang.backends.maxcut_sdp.proxy import BM_SCHEDULE, proxy_solve
 from optlang.backends.maxcut_sdp.reduce import to_maxcut
 from optlang.problem import IsingProblem
 
@@ -63,6 +63,8 @@ class SDPBM(Backend):
             shift=options.shift,
             should_stop=ctx.should_stop,
             rank=options.rank or None,
+            first_check=BM_SCHEDULE[0],
+            growth=BM_SCHEDULE[1],
         )
         ctx.report(mc.offset - res.primal, mc.offset - res.bound, stage="sdp")
         with torch.no_grad():
