@@ -43,6 +43,7 @@ class BnBOptions:
     refine_steps: int = 80  # per node; refinement stops earlier once the node prunes
     target_gap: float = 1e-4  # per-node certified SDP gap where refinement stops
     check_every: int = 5  # eigenvalue certificate every this many refinement steps
+    root_stall_checks: int = 3  # root refinement stops when 3 checks gained < 10 % of the gap (0: never)
     enumerate_below: int = 12  # nodes with at most this many vertices are solved by enumeration
     branching: str = "uncertain"  # pair (0, j) with |X_0j| smallest ("uncertain") or largest ("certain")
     planes: int = 8  # GW hyperplanes per node (256 at the root)
@@ -101,6 +102,7 @@ class _Search:
         self.pruned = 0
         self.enumerated = 0
         self.bound_seconds = 0.0
+        self.root_steps = 0
         self.model = load_model(ctx.device, ctx.dtype) if opt.bounder == "proxy" else None
 
     def energy(self, t: np.ndarray) -> float:
@@ -152,8 +154,12 @@ class _Search:
                 check_every=self.opt.check_every,
                 first_check=self.opt.check_every,
                 should_stop=self.ctx.should_stop,
+                cholesky_checks=not root,  # the root needs gap values to see a stagnating gap
+                stall_checks=self.opt.root_stall_checks if root else 0,
             )
             ub, V = res.bound, res.V
+            if root:
+                self.root_steps = res.refine_steps
         self.bound_seconds += time.perf_counter() - t0
         planes = 256 if root else self.opt.planes
         with torch.no_grad():
@@ -258,6 +264,7 @@ class BranchAndBound(Backend):
             "open": len(heap),
             "max_depth": max_depth,
             "root_bound": root_lb,
+            "root_steps": S.root_steps,
             "gap": (e - glb) / max(1.0, abs(e)),
             "bound_seconds": S.bound_seconds,
             "bounder": options.bounder,

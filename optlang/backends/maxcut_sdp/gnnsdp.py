@@ -72,6 +72,7 @@ def run_proxy(
         keep_rank=True,
         first_check=REFINE_SCHEDULE[0],
         growth=REFINE_SCHEDULE[1],
+        forward_check=True,  # the network's dual alone often meets the target on unsigned graphs
     )
 
 
