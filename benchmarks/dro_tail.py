@@ -329,12 +329,24 @@ def ratio(row: list[float], base: list[float]) -> float:
     return float(np.nanmean(np.asarray(row) / np.asarray(base)))
 
 
+def set_val_mse_slack(value: float) -> None:
+    """--val-mse-slack: the admissible validation MSE (relative to ERM's) of the radius selection."""
+    global VAL_MSE_SLACK
+    VAL_MSE_SLACK = value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 splits, bikeshare subsampled out (a few minutes)")
     ap.add_argument("--variants", action="store_true", help="also run TC-DRO option variants")
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument(
+        "--val-mse-slack",
+        type=float,
+        default=VAL_MSE_SLACK,
+        help="--select-radius: admissible validation MSE relative to ERM's",
+    )
     ap.add_argument(
         "--split-seed",
         type=int,
@@ -363,6 +375,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     global RADIUS_GRID, INNER_SCALES
+    set_val_mse_slack(args.val_mse_slack)
     scales = args.tc_inner_scales or ("0,1" if args.select_radius else "1")
     INNER_SCALES = tuple(float(v) for v in scales.split(","))
     if args.radius_grid:
