@@ -441,3 +441,16 @@ def test_sparse_inference_matches_dense(monkeypatch) -> None:
         monkeypatch.setattr(model_mod, "use_sparse", lambda W: False)
         V2, y2 = model(Wd, torch.Generator().manual_seed(0))
     assert torch.allclose(V1, V2, atol=1e-9) and torch.allclose(y1, y2, atol=1e-9)
+
+
+def test_sdp_bound_option_gets_its_own_time_budget() -> None:
+    """`bound = "sdp"` runs after the solve has spent its time limit (an annealer uses all of it): the
+    bound is computed on its own clock, so it equals the bound of an unlimited run (and is valid)."""
+    import optlang
+
+    src = 'graph T = torus(8, 8, weights = "signed", seed = 4)\nmaxcut T\nsolver auto { bound = "sdp" }\n'
+    model = optlang.parse(src)
+    limited = model.solve(time_limit=0.3, seed=0)
+    unlimited = sdp_bound(model.compiled.problem, RunContext(seed=0))
+    assert limited.info["sdp_energy_lower_bound"] == pytest.approx(unlimited, rel=1e-9)
+    assert limited.bound is not None and limited.bound >= limited.objective - 1e-9
