@@ -24,11 +24,15 @@ def linear_dro_problem(
     sample_weights: np.ndarray | None = None,
     bias: bool = True,
     weight_domain: Any = None,
+    weight_decay: float = 0.0,
 ) -> DROProblem:
-    """A DRO problem over (w, b) for the loss φ(Xw + b − y); targets are y."""
+    """A DRO problem over (w, b) for the loss s_i·φ(x_iᵀw + b − y_i) (+ weight_decay·‖w‖² per sample);
+    targets are y. The Wasserstein closed form (`linear`) is attached only without weights or decay."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64).ravel()
     n, p = X.shape
+    if weight_decay < 0:
+        raise ValueError("weight_decay must be non-negative")
     s = None if sample_weights is None else np.asarray(sample_weights, dtype=np.float64).ravel()
 
     def build(device: Any, dtype: Any) -> Any:
@@ -46,6 +50,8 @@ def linear_dro_problem(
             out = r * r if loss == "square" else r.abs()
             if st is not None:
                 out = out * (st if batch is None else st[batch])
+            if weight_decay > 0:
+                out = out + weight_decay * (values["w"] * values["w"]).sum()
             return out
 
         return fn
@@ -57,12 +63,15 @@ def linear_dro_problem(
         if bias:
             r = r + xs["b"]
         out = cp.square(r) if loss == "square" else cp.abs(r)
-        return out if s is None else cp.multiply(s, out)
+        if s is not None:
+            out = cp.multiply(s, out)
+        return out + weight_decay * cp.sum_squares(xs["w"]) if weight_decay > 0 else out
 
-    f = TorchFunction(build, n_samples=n, per_sample=True, cvxpy=cvx, source=f"{loss}(X @ w + b - y)")
+    source = f"{loss}(X @ w + b - y)" + (f" + {weight_decay:g}·‖w‖²" if weight_decay > 0 else "")
+    f = TorchFunction(build, n_samples=n, per_sample=True, cvxpy=cvx, source=source)
     wvar = Variable("w", (p,)) if weight_domain is None else Variable("w", (p,), domain=weight_domain)
     variables = (wvar, Variable("b", ())) if bias else (wvar,)
-    lin = None if s is not None else LinearResidual(X, y, "w", "b" if bias else None, loss)  # type: ignore[arg-type]
+    lin = None if s is not None or weight_decay > 0 else LinearResidual(X, y, "w", "b" if bias else None, loss)  # type: ignore[arg-type]
     return DROProblem(variables=variables, loss=f, ambiguity=ambiguity, n_samples=n, targets=y, linear=lin)
 
 
@@ -161,49 +170,8 @@ def ridge_dro_problem(
     that stays convex in (w, b), so `dro-cvxpy` solves the same problem exactly (its cvxpy form is
     given). The decay term is constant across samples: the robust objective is the robust data loss
     plus the decay for every ambiguity set whose worst-case weights sum to one (χ², KL, all
-    target-conditional mixes). No `linear` structure is attached (the decay is not part of the
-    Wasserstein closed form), so with Wasserstein ambiguity `tcdro` returns an error status
+    target-conditional mixes). With a decay no `linear` structure is attached (the decay is not part
+    of the Wasserstein closed form), so with Wasserstein ambiguity `tcdro` returns an error status
     ("wasserstein needs a linear-residual loss").
     """
-    F = np.asarray(F, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).ravel()
-    n, p = F.shape
-    if weight_decay < 0:
-        raise ValueError("weight_decay must be non-negative")
-    s = None if sample_weights is None else np.asarray(sample_weights, dtype=np.float64).ravel()
-
-    def build(device: Any, dtype: Any) -> Any:
-        import torch
-
-        Ft = torch.as_tensor(F, device=device, dtype=dtype)
-        yt = torch.as_tensor(y, device=device, dtype=dtype)
-        st = None if s is None else torch.as_tensor(s, device=device, dtype=dtype)
-
-        def fn(values: Any, batch: Any = None) -> Any:
-            A, t = (Ft, yt) if batch is None else (Ft[batch], yt[batch])
-            w = values["w"]
-            r = A @ w + values["b"] - t
-            out = r * r if loss == "square" else r.abs()
-            if st is not None:
-                out = out * (st if batch is None else st[batch])
-            if weight_decay > 0:
-                out = out + weight_decay * (w * w).sum()
-            return out
-
-        return fn
-
-    def cvx(xs: Any) -> Any:
-        import cvxpy as cp
-
-        r = F @ xs["w"] + xs["b"] - y
-        out = cp.square(r) if loss == "square" else cp.abs(r)
-        if s is not None:
-            out = cp.multiply(s, out)
-        return out + weight_decay * cp.sum_squares(xs["w"]) if weight_decay > 0 else out
-
-    f = TorchFunction(
-        build, n_samples=n, per_sample=True, cvxpy=cvx, source=f"{loss}(F @ w + b - y) + {weight_decay:g}·‖w‖²"
-    )
-    return DROProblem(
-        variables=(Variable("w", (p,)), Variable("b", ())), loss=f, ambiguity=ambiguity, n_samples=n, targets=y
-    )
+    return linear_dro_problem(F, y, ambiguity, loss, sample_weights, weight_decay=weight_decay)
