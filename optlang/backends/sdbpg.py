@@ -11,6 +11,7 @@ float64 certificate checks, which the `penalty` baseline reuses. Formulas: docs/
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,12 @@ from optlang.problem import BilevelProblem, TorchFunction, Variable
 
 FLOOR_CAP = 1e-2  # the dtype rounding floor never loosens the KKT test beyond 1% of ‖∇f‖
 BLOWUP = 1e12  # |f|, |g| or ‖x‖ beyond this (relative to the start) counts as divergence
-BIND_STOCHASTIC = 0.3  # auto bind_frac for stochastic levels (chosen on held-out regressions, docs/backends/sdbpg.md)
+STALL_WINDOW = 10  # steps averaged by the stall test
+# automatic settings for stochastic levels, chosen on held-out regressions (docs/backends/sdbpg.md)
+ALPHA_STOCHASTIC = 10.0  # α₀ = Λ₀: the barrier's demanded decrease of g keeps pace with the multiplier level
+MOMENTUM_STOCHASTIC = 0.8  # constant heavy-ball weight
+SMOOTHING_STOCHASTIC = 0.2  # EMA weight of the multiplier's scalars
+PHASE_STOCHASTIC = 10  # min_phase and patience
 
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -257,31 +263,62 @@ class Tracer:
                 self.stride *= 2
 
 
+class StallTest:
+    """End-of-phase test of a continuation (shared by sdbpg and penalty), robust to minibatch noise.
+
+    It averages the last `STALL_WINDOW` estimates of r² = ‖E d‖²/scale² for the phase's step direction
+    d. With two independent half batches, ⟨d₁, d₂⟩ is unbiased for ‖E d‖²; the plain ‖d‖² keeps the
+    minibatch variance and never falls below the noise level at a stochastic resting point. The phase
+    has stalled, after `min_steps`, when √mean < `ratio` or the mean has not shrunk by 10 % for
+    `patience` steps.
+    """
+
+    def __init__(self, ratio: float, patience: int, min_steps: int) -> None:
+        self.ratio, self.patience, self.min_steps = ratio, patience, min_steps
+        self.window: deque[float] = deque(maxlen=STALL_WINDOW)
+        self.reset(0)
+
+    def reset(self, t: int) -> None:
+        """A new phase starts at step t."""
+        self.window.clear()
+        self.start, self.best, self.best_t, self.level = t, math.inf, t, math.inf
+
+    def update(self, t: int, r2: float) -> bool:
+        """Record step t's squared relative residual estimate; True when the phase has stalled."""
+        self.window.append(r2)
+        self.level = math.sqrt(max(sum(self.window) / len(self.window), 0.0))
+        if self.level < 0.9 * self.best:
+            self.best, self.best_t = self.level, t
+        if t - self.start < self.min_steps:
+            return False
+        return self.level < self.ratio or t - self.best_t >= self.patience
+
+
 # ----------------------------------------------------------------------------- the backend
 @dataclass
 class SDBPGOptions:
     """Options of the SDBPG family (defaults documented in docs/backends/sdbpg.md)."""
 
     variant: str = "sdbpg"  # sdbpg | pr | vr
-    alpha: float = 1.0  # barrier strength in φ
+    alpha: float = -1.0  # barrier strength α₀ in φ; −1: auto (ALPHA_STOCHASTIC when a level is stochastic, else 1)
     alpha_rule: str = "auto"  # fixed: α; level: α·Λ_t/Λ₀ (grows with the multiplier level); auto: level if stochastic
     phi: str = "grad"  # grad: φ = α‖∇g‖²; gap: φ = α(g − g*) (needs problem.lower_optimum)
     perturbation: bool = True  # False: the plain dynamic barrier (ρ = 0)
     rho_rule: str = "stall"  # stall: raise Λ when progress stalls; power: Λ_t = Λ₀(1 + t/τ)^p
     lam_target: float = 10.0  # Λ₀: the multiplier level the perturbation aims for at first
     lam_growth: float = 10.0  # stall rule: Λ ← growth·Λ
-    stall_ratio: float = 1e-3  # stall rule: phase ends when EMA ‖d‖/‖∇f‖ falls below this
-    min_phase: int = 50  # stall rule: iterations before a phase may end
+    stall_ratio: float = 1e-3  # stall rule: phase ends when the windowed ‖E d‖/‖F‖ falls below this …
+    min_phase: int = -1  # stall rule: iterations before a phase may end (−1: 10 if stochastic, else 50)
     lam_cap: float = 1e6  # stall rule: Λ grows no further
-    bind_frac: float = -1.0  # stall rule: phase ends when EMA λ ≥ bind_frac·Λ (0: off, −1: 0.3 if stochastic) …
-    patience: int = 1000  # stall rule: … or when that EMA has not shrunk by 10% for this many iterations
+    bind_frac: float = 0.0  # stall rule: a phase also ends when EMA λ ≥ bind_frac·Λ (0: off)
+    patience: int = -1  # stall rule: … or when it has not shrunk 10% in this many steps (−1: 10 stochastic, else 1000)
     rho_power: float = 0.5  # power rule exponent p
     rho_tau: float = 100.0  # power rule time scale τ
     rho_min: float = 0.0  # floor on ρ_t
     step_rule: str = "adaptive"  # adaptive: η = c/(L_f + (λ+μ)L_g); constant: η = step; diminishing: step/√(1+t/τ)
     step: float = 0.0  # base step size (0: from the estimated curvature, c/(L_f + Λ₀ L_g))
     step_scale: float = 1.0  # c
-    momentum: float = -1.0  # Nesterov β in [0, 1); −1: k/(k+3) with adaptive restart (deterministic), 0 if stochastic
+    momentum: float = -1.0  # β in [0, 1); −1: k/(k+3) with adaptive restart, or MOMENTUM_STOCHASTIC if stochastic
     batch_f: int = 0  # minibatch for ∇f: 0 auto (full when ≤ 4096 samples), -1 full, k > 0 size
     batch_g: int = 0  # minibatch for ∇g, same convention
     lam_smoothing: float = -1.0  # s > 0: λ from EMAs (weight s) of ‖∇g‖², ⟨∇F, ∇g⟩, φ; 0 per step; −1 auto
@@ -369,7 +406,7 @@ def validate(o: SDBPGOptions) -> None:
         raise OptionError("momentum", "option 'momentum' of 'sdbpg' must be in [0, 1), or −1 (automatic)")
     if not 0.0 < o.vr_a <= 1.0:
         raise OptionError("vr_a", "option 'vr_a' of 'sdbpg' must be in (0, 1]")
-    if o.lam_target <= 0 or o.lam_growth < 1.0 or o.alpha < 0 or o.step < 0 or o.step_scale <= 0:
+    if o.lam_target <= 0 or o.lam_growth < 1.0 or (o.alpha < 0 and o.alpha != -1.0) or o.step < 0 or o.step_scale <= 0:
         raise OptionError(
             "lam_target", "sdbpg needs lam_target > 0, lam_growth ≥ 1, alpha ≥ 0, step ≥ 0, step_scale > 0"
         )
@@ -390,11 +427,14 @@ class _Run:
         self.max_iter = ctx.max_iter if ctx.max_iter is not None else 100_000
         self.tracer = Tracer(o.trace_points)
         self.stochastic = self.of.stochastic or self.og.stochastic
-        self.smoothing = o.lam_smoothing if o.lam_smoothing >= 0 else (0.05 if self.stochastic else 0.0)
+        self.smoothing = o.lam_smoothing if o.lam_smoothing >= 0 else (SMOOTHING_STOCHASTIC if self.stochastic else 0.0)
         self.alpha_level = o.alpha_rule == "level" or (o.alpha_rule == "auto" and self.stochastic)
-        # minibatch noise keeps the step EMA off zero, so only `patience` would end a phase; λ pressing
-        # against its level Λ (the perturbed resting point has λ = Λ) is the noise-robust signal
-        self.bind_frac = o.bind_frac if o.bind_frac >= 0 else (BIND_STOCHASTIC if self.stochastic else 0.0)
+        self.alpha0 = o.alpha if o.alpha >= 0 else (ALPHA_STOCHASTIC if self.stochastic else 1.0)
+        # with minibatch noise, phases reach their resting point in a few dozen steps and then only wait
+        self.min_phase = o.min_phase if o.min_phase >= 0 else (PHASE_STOCHASTIC if self.stochastic else 50)
+        self.patience = o.patience if o.patience > 0 else (PHASE_STOCHASTIC if self.stochastic else 1000)
+        # λ pressing against its level Λ (the perturbed resting point has λ = Λ) ends a phase only when asked
+        self.bind_frac = max(o.bind_frac, 0.0)
         self.t_now = 0
         self.g_star = problem.lower_optimum
         if o.phi == "gap" and self.g_star is None:
@@ -423,8 +463,8 @@ class _Run:
     def alpha(self) -> float:
         """Barrier strength: with minibatch noise the steps rest near λ ≈ O(α), so α follows Λ there."""
         if self.alpha_level:
-            return self.o.alpha * self.lam_level(self.t_now) / self.o.lam_target
-        return self.o.alpha
+            return self.alpha0 * self.lam_level(self.t_now) / self.o.lam_target
+        return self.alpha0
 
     def lam_level(self, t: int) -> float:
         if self.o.rho_rule == "power":
@@ -440,8 +480,8 @@ class _Run:
         """Momentum weight: constant, or the accelerated schedule k/(k+3) with restarts (momentum < 0)."""
         if self.o.momentum >= 0:
             return self.o.momentum
-        if self.stochastic:  # accelerated momentum accumulates minibatch noise: none by default
-            return 0.0
+        if self.stochastic:  # the accelerated schedule accumulates minibatch noise: a constant heavy ball
+            return MOMENTUM_STOCHASTIC
         return k / (k + 3.0)
 
     def step_size(self, t: int, lam: float, mu: float) -> float:
@@ -474,9 +514,9 @@ class _Run:
         m_f = m_g = None
         lam_max, lam = 0.0, 0.0
         avg: list[float] | None = None
-        ema, ema_best, ema_best_t, lam_ema = 1.0, 1.0, 0, 0.0
+        stall = StallTest(o.stall_ratio, self.patience, self.min_phase)
+        lam_ema = 0.0
         next_check = 0  # fresh lower-level tests before raising Λ: at most one per report_every steps
-        phase_start = 0
         best = (x.clone(), 0)
         status: Status | None = None
         note = ""
@@ -490,7 +530,7 @@ class _Run:
             if t >= self.max_iter:
                 status = Status.ITERATION_LIMIT
                 break
-            beta = self.beta(k_mom) if t > phase_start else 0.0
+            beta = self.beta(k_mom) if t > stall.start else 0.0
             k_mom += 1
             y = x + beta * (x - x_prev) if beta > 0 else x
             if beta > 0 and flat.needs_projection:
@@ -562,18 +602,16 @@ class _Run:
                 k_mom = 0  # adaptive restart (O'Donoghue & Candès): momentum points uphill
             x_prev, x = x, x_new
             t += 1
-            # stall rule: when the direction has (relatively) vanished, raise the multiplier level
-            rel = math.sqrt(float(d @ d)) / max(math.sqrt(nf2), 1e-30)
-            ema = 0.9 * ema + 0.1 * rel
-            if ema < 0.9 * ema_best:
-                ema_best, ema_best_t = ema, t
-            # the phase ends when λ presses against the level Λ the perturbation allows (bind_frac), the
-            # step EMA is tiny, or that EMA has stopped shrinking (patience)
-            lam_ema = lam if t - phase_start <= 1 else 0.9 * lam_ema + 0.1 * lam
-            binding = self.bind_frac > 0 and lam_ema >= self.bind_frac * self.Lam
-            stalled = binding or ema < o.stall_ratio or t - ema_best_t >= o.patience
+            # stall rule: when the phase has reached its resting point (the expected direction has
+            # vanished relative to ‖F‖) or stopped getting closer, raise the multiplier level
+            dd = float((F + lam * gg1) @ (F + lam * gg2)) if split else float(d @ d)
+            stalled = stall.update(t, dd / max(nf2, 1e-60))
+            # … or when λ presses against the level Λ the perturbation allows (bind_frac)
+            lam_ema = lam if t - stall.start <= 1 else 0.9 * lam_ema + 0.1 * lam
+            if self.bind_frac > 0 and lam_ema >= self.bind_frac * self.Lam and t - stall.start >= stall.min_steps:
+                stalled = True
             may_grow = o.perturbation and o.rho_rule == "stall" and self.Lam < o.lam_cap
-            if may_grow and stalled and t - phase_start >= o.min_phase and t >= next_check:
+            if may_grow and stalled and t >= next_check:
                 next_check = t + o.report_every
                 grow = not self._lower_ok_now(x)
             else:
@@ -581,8 +619,8 @@ class _Run:
             if grow:
                 self.Lam *= o.lam_growth
                 self.phases += 1
-                phase_start, ema, k_mom = t, 1.0, 0
-                ema_best, ema_best_t = 1.0, t
+                stall.reset(t)
+                k_mom = 0
                 x_prev = x.clone()
                 m_f = m_g = y_prev = None
             if t % o.report_every == 0:
