@@ -25,11 +25,13 @@ from optlang.problem import BilevelProblem, TorchFunction, Variable
 FLOOR_CAP = 1e-2  # the dtype rounding floor never loosens the KKT test beyond 1% of ‖∇f‖
 BLOWUP = 1e12  # |f|, |g| or ‖x‖ beyond this (relative to the start) counts as divergence
 STALL_WINDOW = 10  # steps averaged by the stall test
+MAX_ROLLBACKS = 5  # adaptive steps: blow-ups answered by 4× curvature estimates before `diverged`
 # automatic settings for stochastic levels, chosen on held-out regressions (docs/backends/sdbpg.md)
-ALPHA_STOCHASTIC = 10.0  # α₀ = Λ₀: the barrier's demanded decrease of g keeps pace with the multiplier level
 MOMENTUM_STOCHASTIC = 0.8  # constant heavy-ball weight
 SMOOTHING_STOCHASTIC = 0.2  # EMA weight of the multiplier's scalars
 PHASE_STOCHASTIC = 10  # min_phase and patience
+LAM0_STOCHASTIC = 1.0  # Λ₀
+GROWTH_STOCHASTIC = 100.0  # Λ's growth factor
 
 
 # ----------------------------------------------------------------------------- shared helpers
@@ -300,13 +302,13 @@ class SDBPGOptions:
     """Options of the SDBPG family (defaults documented in docs/backends/sdbpg.md)."""
 
     variant: str = "sdbpg"  # sdbpg | pr | vr
-    alpha: float = -1.0  # barrier strength α₀ in φ; −1: auto (ALPHA_STOCHASTIC when a level is stochastic, else 1)
+    alpha: float = 1.0  # barrier strength α₀ in φ (stochastic defaults: Λ₀ = 1 and rule `level`, so α_t = Λ_t)
     alpha_rule: str = "auto"  # fixed: α; level: α·Λ_t/Λ₀ (grows with the multiplier level); auto: level if stochastic
     phi: str = "grad"  # grad: φ = α‖∇g‖²; gap: φ = α(g − g*) (needs problem.lower_optimum)
     perturbation: bool = True  # False: the plain dynamic barrier (ρ = 0)
     rho_rule: str = "stall"  # stall: raise Λ when progress stalls; power: Λ_t = Λ₀(1 + t/τ)^p
-    lam_target: float = 10.0  # Λ₀: the multiplier level the perturbation aims for at first
-    lam_growth: float = 10.0  # stall rule: Λ ← growth·Λ
+    lam_target: float = -1.0  # Λ₀: the multiplier level aimed for at first (−1: LAM0_STOCHASTIC if stochastic, else 10)
+    lam_growth: float = -1.0  # stall rule: Λ ← growth·Λ (−1: GROWTH_STOCHASTIC if stochastic, else 10)
     stall_ratio: float = 1e-3  # stall rule: phase ends when the windowed ‖E d‖/‖F‖ falls below this …
     min_phase: int = -1  # stall rule: iterations before a phase may end (−1: 10 if stochastic, else 50)
     lam_cap: float = 1e6  # stall rule: Λ grows no further
@@ -406,9 +408,11 @@ def validate(o: SDBPGOptions) -> None:
         raise OptionError("momentum", "option 'momentum' of 'sdbpg' must be in [0, 1), or −1 (automatic)")
     if not 0.0 < o.vr_a <= 1.0:
         raise OptionError("vr_a", "option 'vr_a' of 'sdbpg' must be in (0, 1]")
-    if o.lam_target <= 0 or o.lam_growth < 1.0 or (o.alpha < 0 and o.alpha != -1.0) or o.step < 0 or o.step_scale <= 0:
+    bad_level = (o.lam_target <= 0 and o.lam_target != -1.0) or (o.lam_growth < 1.0 and o.lam_growth != -1.0)
+    if bad_level or o.alpha < 0 or o.step < 0 or o.step_scale <= 0:
         raise OptionError(
-            "lam_target", "sdbpg needs lam_target > 0, lam_growth ≥ 1, alpha ≥ 0, step ≥ 0, step_scale > 0"
+            "lam_target",
+            "sdbpg needs lam_target > 0 and lam_growth ≥ 1 (−1: automatic), alpha ≥ 0, step ≥ 0, step_scale > 0",
         )
 
 
@@ -429,10 +433,12 @@ class _Run:
         self.stochastic = self.of.stochastic or self.og.stochastic
         self.smoothing = o.lam_smoothing if o.lam_smoothing >= 0 else (SMOOTHING_STOCHASTIC if self.stochastic else 0.0)
         self.alpha_level = o.alpha_rule == "level" or (o.alpha_rule == "auto" and self.stochastic)
-        self.alpha0 = o.alpha if o.alpha >= 0 else (ALPHA_STOCHASTIC if self.stochastic else 1.0)
         # with minibatch noise, phases reach their resting point in a few dozen steps and then only wait
         self.min_phase = o.min_phase if o.min_phase >= 0 else (PHASE_STOCHASTIC if self.stochastic else 50)
         self.patience = o.patience if o.patience > 0 else (PHASE_STOCHASTIC if self.stochastic else 1000)
+        # stochastic: start at Λ₀ = 1 (what ∇f alone moves decays fast before Λ is large) and grow 100×
+        self.lam0 = o.lam_target if o.lam_target > 0 else (LAM0_STOCHASTIC if self.stochastic else 10.0)
+        self.growth = o.lam_growth if o.lam_growth >= 1 else (GROWTH_STOCHASTIC if self.stochastic else 10.0)
         # λ pressing against its level Λ (the perturbed resting point has λ = Λ) ends a phase only when asked
         self.bind_frac = max(o.bind_frac, 0.0)
         self.t_now = 0
@@ -463,12 +469,12 @@ class _Run:
     def alpha(self) -> float:
         """Barrier strength: with minibatch noise the steps rest near λ ≈ O(α), so α follows Λ there."""
         if self.alpha_level:
-            return self.alpha0 * self.lam_level(self.t_now) / self.o.lam_target
-        return self.alpha0
+            return self.o.alpha * self.lam_level(self.t_now) / self.lam0
+        return self.o.alpha
 
     def lam_level(self, t: int) -> float:
         if self.o.rho_rule == "power":
-            return self.o.lam_target * (1.0 + t / self.o.rho_tau) ** self.o.rho_power
+            return self.lam0 * (1.0 + t / self.o.rho_tau) ** self.o.rho_power
         return self.Lam
 
     def mu(self, t: int) -> float:
@@ -502,9 +508,9 @@ class _Run:
             return self._finish(x, Status.DIVERGED, 0, "curvature estimate is not finite at the start")
         self.Lf = max(self.Lf, 1e-8 * max(self.Lg, 1.0), 1e-12)
         self.Lg = max(self.Lg, 1e-12)
-        self.Lam = o.lam_target
+        self.Lam = self.lam0
         self.lower_ok = False
-        self.eta0 = o.step if o.step > 0 else o.step_scale / (self.Lf + o.lam_target * self.Lg)
+        self.eta0 = o.step if o.step > 0 else o.step_scale / (self.Lf + self.lam0 * self.Lg)
         with torch.enable_grad():
             _, gg0 = self._eval_grad(self.og, x, self.eval_g)  # monitoring, not counted
         self.g0_norm = float(torch.linalg.vector_norm(gg0))
@@ -518,6 +524,7 @@ class _Run:
         lam_ema = 0.0
         next_check = 0  # fresh lower-level tests before raising Λ: at most one per report_every steps
         best = (x.clone(), 0)
+        self.rollbacks = 0
         status: Status | None = None
         note = ""
         t = 0
@@ -596,6 +603,16 @@ class _Run:
             if flat.needs_projection:
                 flat.project_(x_new)
             if not finite(x_new, fv, gv) or float(torch.linalg.vector_norm(x_new)) > BLOWUP * self.start_scale:
+                if o.step_rule == "adaptive" and self.rollbacks < MAX_ROLLBACKS:
+                    # the curvature met on the way is larger than the one estimated at the start (a
+                    # nonconvex or quartic level): back to the last monitored point with 4× the estimates
+                    self.rollbacks += 1
+                    self.Lf, self.Lg = 4.0 * self.Lf, 4.0 * self.Lg
+                    x, k_mom, avg = best[0].clone(), 0, None
+                    x_prev = x.clone()
+                    m_f = m_g = y_prev = None
+                    stall.reset(t)
+                    continue
                 status, note = Status.DIVERGED, f"non-finite or exploding iterate at iteration {t}"
                 break
             if o.momentum < 0 and float(d @ (x_new - x)) > 0:
@@ -617,7 +634,7 @@ class _Run:
             else:
                 grow = False
             if grow:
-                self.Lam *= o.lam_growth
+                self.Lam *= self.growth
                 self.phases += 1
                 stall.reset(t)
                 k_mom = 0
@@ -741,8 +758,9 @@ class _Run:
             "perturbation": self.o.perturbation,
             "lower_reached": bool(checks["lower_stationary"][0] and checks.get("lower_gap", (True, ""))[0]),
             "lam_max": lam_max,
-            "lam_level": getattr(self, "Lam", self.o.lam_target),
+            "lam_level": getattr(self, "Lam", None),
             "phases": getattr(self, "phases", 0),
+            "rollbacks": getattr(self, "rollbacks", 0),
             **oracle_info(self),
             **stats,
         }
