@@ -231,16 +231,11 @@ class _PenaltyRun:
                 y = flat.project_(y.clone())
             fv, gf = self.of.grad(y, self.of.draw())
             if split:  # two independent half batches, as in sdbpg: the same cost as one batch
-                half = self.og.batch // 2
-                gv1, gg1 = self.og.grad(y, self.og.draw(half))
-                gv2, gg2 = self.og.grad(y, self.og.draw(half))
-                gv, gg = 0.5 * (gv1 + gv2), 0.5 * (gg1 + gg2)
-                dd = float((gf + gg1 / self.eps) @ (gf + gg2 / self.eps))
+                gv, gg, gg1, gg2 = self.og.grad_halves(y)
             else:
                 gv, gg = self.og.grad(y, self.og.draw())
             d = gf + gg / self.eps
-            if not split:
-                dd = float(d @ d)
+            dd = float((gf + gg1 / self.eps) @ (gf + gg2 / self.eps)) if split else float(d @ d)
             x_new = y - eta * d
             if flat.needs_projection:
                 flat.project_(x_new)

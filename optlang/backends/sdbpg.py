@@ -129,6 +129,14 @@ class Oracle:
             gr = torch.zeros_like(xr)
         return val.detach(), gr.detach()
 
+    def grad_halves(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(value, gradient, g₁, g₂) from two independent half batches: the mean is the usual minibatch
+        estimate at the cost of one batch, and ⟨g₁, g₂⟩-type products are unbiased (no variance term)."""
+        half = self.batch // 2
+        v1, g1 = self.grad(x, self.draw(half))
+        v2, g2 = self.grad(x, self.draw(half))
+        return 0.5 * (v1 + v2), 0.5 * (g1 + g2), g1, g2
+
     @torch.no_grad()
     def value(self, x: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         return self.fn(self.flat.unpack(x), batch)
@@ -548,10 +556,7 @@ class _Run:
             if split:
                 # two independent half batches: their mean is the usual estimate, and ⟨∇g₁, ∇g₂⟩ is an
                 # unbiased estimate of ‖∇g‖² (the plain ‖∇g_B‖² is inflated by the minibatch variance)
-                half = self.og.batch // 2
-                gv, gg1 = self.og.grad(y, self.og.draw(half))
-                gv2, gg2 = self.og.grad(y, self.og.draw(half))
-                gv, gg = 0.5 * (gv + gv2), 0.5 * (gg1 + gg2)
+                gv, gg, gg1, gg2 = self.og.grad_halves(y)
                 ng2 = float(gg1 @ gg2)
             else:
                 bg = self.og.draw()
