@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.penalty import Penalty  # noqa: E402
-from optlang.backends.sdbpg import SDBPG  # noqa: E402
+from optlang.backends.bilevel.penalty import Penalty  # noqa: E402
+from optlang.backends.bilevel.sdbpg import SDBPG  # noqa: E402
 from optlang.problem import BilevelProblem, TorchFunction, Variable  # noqa: E402
 
 SHARED_DATA = Path(os.environ.get("OPTLANG_SHARED_DATA", ROOT.parent / "shared" / "data"))

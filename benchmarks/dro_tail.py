@@ -44,17 +44,17 @@ from scipy.ndimage import gaussian_filter1d
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from optlang import metrics  # noqa: E402
-from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.dro_problems import (  # noqa: E402
+from benchmarks.dro_problems import (  # noqa: E402
     linear_dro_problem,
     mlp_dro_problem,
     mlp_predict,
     random_features,
     ridge_dro_problem,
 )
-from optlang.backends.erm import ERM  # noqa: E402
-from optlang.backends.tcdro import TCDRO  # noqa: E402
+from optlang import metrics  # noqa: E402
+from optlang.backends.base import RunContext  # noqa: E402
+from optlang.backends.dro.erm import ERM  # noqa: E402
+from optlang.backends.dro.tcdro import TCDRO  # noqa: E402
 from optlang.problem import Ambiguity  # noqa: E402
 
 DATASETS = ("boston", "concrete", "forestfires_area", "forestfires_logarea", "cpus", "bikeshare", "synthetic")

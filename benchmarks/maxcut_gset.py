@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.ising_ops import cut_value, read_gset  # noqa: E402
+from optlang.backends.ising.ops import cut_value, read_gset  # noqa: E402
 from optlang.problem import IsingProblem  # noqa: E402
 
 ALL = ["G1", "G2", "G3", "G11", "G14", "G15", "G22", "G35", "G43", "G48", "G55"]
@@ -36,14 +36,14 @@ def data_dir() -> Path:
 
 def backend(name: str):
     if name == "specann":
-        from optlang.backends.specann import SpecAnn
+        from optlang.backends.ising.specann import SpecAnn
 
         return SpecAnn()
     if name == "neal":
-        from optlang.backends.neal import Neal
+        from optlang.backends.ising.neal import Neal
 
         return Neal()
-    from optlang.backends.localsearch import LocalSearch
+    from optlang.backends.ising.localsearch import LocalSearch
 
     return LocalSearch()
 

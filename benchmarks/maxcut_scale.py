@@ -58,18 +58,18 @@ def worker(graph: str, n: int, method: str, tl: float, device: str, seed: int) -
     import torch
 
     from optlang.backends.base import RunContext
-    from optlang.backends.ising_ops import cut_value
+    from optlang.backends.ising.ops import cut_value
     from optlang.problem import IsingProblem
 
     torch.set_num_threads(1)
     W = (regular3 if graph == "regular3" else torus)(n, seed)
     p = IsingProblem.from_maxcut(W)
     if method == "specann":
-        from optlang.backends.specann import SpecAnn
+        from optlang.backends.ising.specann import SpecAnn
 
         b = SpecAnn()
     else:
-        from optlang.backends.neal import Neal
+        from optlang.backends.ising.neal import Neal
 
         b = Neal()
     ctx = RunContext(seed=seed, time_limit=tl, device=device)

@@ -26,19 +26,19 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.graphs import erdos_renyi, generate, shared_data_dir  # noqa: E402
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.ising_ops import read_gset  # noqa: E402
-from optlang.backends.maxcut_sdp.bnb import BnBOptions, BranchAndBound  # noqa: E402
-from optlang.backends.maxcut_sdp.bounds import dense_weights  # noqa: E402
-from optlang.backends.maxcut_sdp.graphs import erdos_renyi, generate, shared_data_dir  # noqa: E402
-from optlang.backends.maxcut_sdp.proxy import (  # noqa: E402
+from optlang.backends.ising.ops import read_gset  # noqa: E402
+from optlang.backends.maxcut.bnb import BnBOptions, BranchAndBound  # noqa: E402
+from optlang.backends.maxcut.bounds import dense_weights  # noqa: E402
+from optlang.backends.maxcut.proxy import (  # noqa: E402
     BM_SCHEDULE,
     BM_TUNED_SCHEDULE,
     REFINE_SCHEDULE,
     load_model,
     proxy_solve,
 )
-from optlang.backends.maxcut_sdp.sdp_cvxpy import solve_sdp_cvxpy  # noqa: E402
+from optlang.backends.maxcut.sdp_cvxpy import solve_sdp_cvxpy  # noqa: E402
 from optlang.problem import IsingProblem  # noqa: E402
 
 TARGET = 3e-3  # certified relative gap for the refined proxy and BM: bound ≤ 1.003 × SDP

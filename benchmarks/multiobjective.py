@@ -29,9 +29,9 @@ from scipy.optimize import minimize_scalar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.paretom3 import ParetoM3  # noqa: E402
-from optlang.backends.weighted_sum import WeightedSum  # noqa: E402
-from optlang.mo_metrics import dtlz2_front, dtlz2_problem, hypervolume, igd, zdt_front, zdt_problem  # noqa: E402
+from optlang.backends.multiobjective.metrics import dtlz2_front, dtlz2_problem, hypervolume, igd, zdt_front, zdt_problem  # noqa: E402
+from optlang.backends.multiobjective.paretom3 import ParetoM3  # noqa: E402
+from optlang.backends.multiobjective.weighted_sum import WeightedSum  # noqa: E402
 
 TOL = 1e-3
 

@@ -222,7 +222,7 @@ class Model:
 
 
 def _add_sdp_bound(compiled: Compiled, raw: RawSolution, ctx: RunContext) -> RawSolution:
-    from optlang.backends.maxcut_sdp import sdp_bound
+    from optlang.backends.maxcut import sdp_bound
 
     # its own clock: by now the solve has spent its time limit (annealers use all of it), and a bound
     # cut short by that limit is valid but needlessly loose (G1: 12139 instead of 12094)

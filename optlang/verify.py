@@ -182,7 +182,7 @@ def _continuous_objective(
         else:
             # region radii (target_conditional) and transport costs (wasserstein) follow TC-DRO's
             # documented defaults, recomputed here in float64 whichever backend produced the point
-            from optlang.backends.tcdro import solution_report
+            from optlang.backends.dro.tcdro import solution_report
 
             objective, _, _ = solution_report(compiled.problem, values)  # type: ignore[arg-type]
             objective = float(objective)

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from optlang.analysis import Form, VarInfo
-from optlang.backends.adasgda import AdaSGDA, direction, polar_factor
 from optlang.backends.base import RunContext, Status
-from optlang.backends.gda import GDA
-from optlang.backends.stationarity import inner_solve, stationarity_report
+from optlang.backends.minimax.adasgda import AdaSGDA, direction, polar_factor
+from optlang.backends.minimax.gda import GDA
+from optlang.backends.minimax.stationarity import inner_solve, stationarity_report
 from optlang.errors import OptionError
 from optlang.problem import Domain, MinimaxProblem, TorchFunction, Variable
 
@@ -389,7 +389,7 @@ def test_cuda_run_matches_cpu_answer():
 
 def test_simplex_projection_of_large_float32_values():
     """torch_vars' simplex projection fails on float32 entries ~1e7; ours shifts first (shift-invariant)."""
-    from optlang.backends.stationarity import project
+    from optlang.backends.minimax.stationarity import project
 
     v = torch.tensor([4.4e4, 4.0e4, 1.1e7, 1.75e7, 3.0], dtype=torch.float32)
     out = project(Domain("simplex"), v)

@@ -11,10 +11,17 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks.dro_problems import (
+    linear_dro_problem,
+    mlp_dro_problem,
+    mlp_predict,
+    random_features,
+    ridge_dro_problem,
+)
 from optlang import metrics
 from optlang.analysis import Form
 from optlang.backends.base import RunContext, Status
-from optlang.backends.dro_common import (
+from optlang.backends.dro.common import (
     adaptive_chi2,
     chi2_dual,
     kl_dual,
@@ -23,16 +30,9 @@ from optlang.backends.dro_common import (
     single_region,
     wasserstein_linear_value,
 )
-from optlang.backends.dro_cvxpy import DROCvxpy
-from optlang.backends.dro_problems import (
-    linear_dro_problem,
-    mlp_dro_problem,
-    mlp_predict,
-    random_features,
-    ridge_dro_problem,
-)
-from optlang.backends.erm import ERM
-from optlang.backends.tcdro import TCDRO
+from optlang.backends.dro.dro_cvxpy import DROCvxpy
+from optlang.backends.dro.erm import ERM
+from optlang.backends.dro.tcdro import TCDRO
 from optlang.errors import OptionError
 from optlang.problem import Ambiguity, Domain, DROProblem, TorchFunction, Variable
 

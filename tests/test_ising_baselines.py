@@ -10,10 +10,10 @@ import scipy.sparse as sp
 import torch
 
 from optlang.analysis import Form
-from optlang.backends import ising_ops as io
 from optlang.backends.base import RunContext, Status
-from optlang.backends.bruteforce import BruteForce
-from optlang.backends.localsearch import LocalSearch
+from optlang.backends.ising import ops as io
+from optlang.backends.ising.bruteforce import BruteForce
+from optlang.backends.ising.localsearch import LocalSearch
 from optlang.problem import IsingProblem
 
 
@@ -132,7 +132,7 @@ def test_localsearch_deterministic_local_minimum():
 
 def test_neal_conversion_gives_identical_energies():
     pytest.importorskip("dwave.samplers")
-    from optlang.backends.neal import Neal, samples_to_array, to_bqm
+    from optlang.backends.ising.neal import Neal, samples_to_array, to_bqm
 
     p = random_ising(12, 6)
     bqm = to_bqm(p)

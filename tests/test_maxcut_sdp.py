@@ -9,11 +9,12 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from benchmarks.graphs import FAMILIES, erdos_renyi, generate, torus
 from optlang.analysis import Form
 from optlang.backends.base import RunContext, Status
-from optlang.backends.ising_ops import brute_force_min, cut_value
-from optlang.backends.maxcut_sdp.bnb import BnBOptions, BranchAndBound, contract
-from optlang.backends.maxcut_sdp.bounds import (
+from optlang.backends.ising.ops import brute_force_min, cut_value
+from optlang.backends.maxcut.bnb import BnBOptions, BranchAndBound, contract
+from optlang.backends.maxcut.bounds import (
     certificate,
     cs_dual,
     dense_weights,
@@ -21,17 +22,16 @@ from optlang.backends.maxcut_sdp.bounds import (
     shift_dual,
     try_shift,
 )
-from optlang.backends.maxcut_sdp.gnnsdp import GNNSDP, GNNSDPOptions, sdp_bound
-from optlang.backends.maxcut_sdp.graphs import FAMILIES, erdos_renyi, generate, torus
-from optlang.backends.maxcut_sdp.gw import gw_round
-from optlang.backends.maxcut_sdp.model import GNNSDP as Net
-from optlang.backends.maxcut_sdp.model import ProxyConfig, save_weights
-from optlang.backends.maxcut_sdp.proxy import WEIGHTS, load_model, proxy_solve
-from optlang.backends.maxcut_sdp.reduce import to_maxcut
-from optlang.backends.maxcut_sdp.sdp_bm import SDPBM, SDPBMOptions
-from optlang.backends.maxcut_sdp.sdp_cvxpy import SDPCvxpy, SDPCvxpyOptions, solve_sdp_cvxpy
-from optlang.backends.maxcut_sdp.train import gap_loss
+from optlang.backends.maxcut.gnnsdp import GNNSDP, GNNSDPOptions, sdp_bound
+from optlang.backends.maxcut.gw import gw_round
+from optlang.backends.maxcut.model import GNNSDP as Net
+from optlang.backends.maxcut.model import ProxyConfig, save_weights
+from optlang.backends.maxcut.proxy import WEIGHTS, load_model, proxy_solve
+from optlang.backends.maxcut.reduce import to_maxcut
+from optlang.backends.maxcut.sdp_bm import SDPBM, SDPBMOptions
+from optlang.backends.maxcut.sdp_cvxpy import SDPCvxpy, SDPCvxpyOptions, solve_sdp_cvxpy
 from optlang.problem import IsingProblem
+from scripts.train_gnnsdp import gap_loss
 
 torch.set_num_threads(1)
 
@@ -280,9 +280,9 @@ def test_forward_stable_on_dense_and_hub_graphs(kind: str) -> None:
     """The unrolled steps neither collapse V on a dense unsigned graph (full Perron deflation) nor
     blow up on Gset G14, whose hubs leave a localized positive eigenvalue of the step operator above 2
     (the step is scaled by the power-iteration radius): forward bound within 3%."""
-    from optlang.backends.ising_ops import read_gset
-    from optlang.backends.maxcut_sdp.graphs import shared_data_dir
-    from optlang.backends.maxcut_sdp.model import row_scale, step_radius
+    from benchmarks.graphs import shared_data_dir
+    from optlang.backends.ising.ops import read_gset
+    from optlang.backends.maxcut.model import row_scale, step_radius
 
     if kind == "dense":
         W = erdos_renyi(300, 0.5, rng(31))
@@ -304,8 +304,8 @@ def test_forward_stable_on_dense_and_hub_graphs(kind: str) -> None:
 def test_keep_rank_refinement_widens_when_the_target_is_missed(monkeypatch) -> None:
     """Refining at the network's rank (24) widens to ⌈√(2n)⌉+1 after RANK_PATIENCE steps without the
     target; the bound stays certified either way."""
-    import optlang.backends.maxcut_sdp.proxy as proxy_mod
-    from optlang.backends.maxcut_sdp.bm import default_rank
+    import optlang.backends.maxcut.proxy as proxy_mod
+    from optlang.backends.maxcut.bm import default_rank
 
     monkeypatch.setattr(proxy_mod, "RANK_PATIENCE", 4)
     W = erdos_renyi(400, 0.05, rng(33), signed=True)
@@ -372,7 +372,7 @@ def test_forward_certificate_needs_no_refinement_when_the_network_meets_the_targ
 
 
 def slack_of(W64: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    from optlang.backends.maxcut_sdp.bounds import slack
+    from optlang.backends.maxcut.bounds import slack
 
     return slack(W64, y)
 
@@ -414,7 +414,7 @@ def test_bnb_root_refinement_stops_on_stagnation() -> None:
 def test_fused_inference_matches_the_training_forward() -> None:
     """The inference path (B = κ·S⁻¹W(I − d̂d̂ᵀ) built once, one addmm a step; power iteration
     rescaled every 5 steps) computes the same V and y as the differentiable training path."""
-    from optlang.backends.maxcut_sdp.model import operator_radius
+    from optlang.backends.maxcut.model import operator_radius
 
     model = load_model("cpu", torch.float64)
     for W in (erdos_renyi(90, 0.3, rng(46), signed=True), erdos_renyi(90, 0.3, rng(47))):
@@ -431,7 +431,7 @@ def test_fused_inference_matches_the_training_forward() -> None:
 
 def test_sparse_inference_matches_dense(monkeypatch) -> None:
     """On a large sparse graph inference uses CSR products (use_sparse); same V and y as dense."""
-    import optlang.backends.maxcut_sdp.model as model_mod
+    import optlang.backends.maxcut.model as model_mod
 
     model = load_model("cpu", torch.float64)
     Wd = dense_weights(generate("regular", 400, rng(48)))

@@ -11,10 +11,7 @@ from scipy.optimize import minimize, minimize_scalar
 
 from optlang.analysis import Form, VarInfo
 from optlang.backends.base import RunContext, Status
-from optlang.backends.paretom3 import ParetoM3, ParetoM3Options, min_norm_weights
-from optlang.backends.weighted_sum import WeightedSum, WeightedSumOptions
-from optlang.errors import OptionError
-from optlang.mo_metrics import (
+from optlang.backends.multiobjective.metrics import (
     das_dennis,
     dominates,
     dtlz2_front,
@@ -25,6 +22,9 @@ from optlang.mo_metrics import (
     zdt_front,
     zdt_problem,
 )
+from optlang.backends.multiobjective.paretom3 import ParetoM3, ParetoM3Options, min_norm_weights
+from optlang.backends.multiobjective.weighted_sum import WeightedSum, WeightedSumOptions
+from optlang.errors import OptionError
 from optlang.problem import Domain, MultiObjectiveProblem, TorchFunction, Variable
 
 

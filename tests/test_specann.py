@@ -11,11 +11,11 @@ import torch
 from scipy.sparse.linalg import eigsh
 
 from optlang.analysis import Form
-from optlang.backends import ising_ops as io
 from optlang.backends.base import RunContext, Status
-from optlang.backends.specann import SpecAnn
-from optlang.backends.specann.anneal import ColorBlocks, anneal, color_classes
-from optlang.backends.specann.eigen import degrees, lobpcg, normalized_operator, path_sweep
+from optlang.backends.ising import ops as io
+from optlang.backends.ising.specann import SpecAnn
+from optlang.backends.ising.specann.anneal import ColorBlocks, anneal, color_classes
+from optlang.backends.ising.specann.eigen import degrees, lobpcg, normalized_operator, path_sweep
 from optlang.errors import OptionError
 from optlang.problem import IsingProblem
 

@@ -1,0 +1,363 @@
+"""The `penalty` baseline for simple bilevel problems: minimize f + g/ε with ε decreasing.
+
+Each stage minimizes P_ε = f + g/ε from the previous stage's point: L-BFGS (torch, strong Wolfe
+line search) when both levels are deterministic and the variables are free, otherwise projected
+(minibatch) gradient steps with momentum and the same independent minibatches as SDBPG.
+It is what a user without a bilevel method would write; `benchmarks/bilevel.py` compares against it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.bilevel.sdbpg import (
+    BLOWUP,
+    FLOOR_CAP,
+    FlatVars,
+    Oracle,
+    StallTest,
+    Tracer,
+    _jsonable,
+    certificate,
+    lipschitz,
+    make_generator,
+    oracle_info,
+    refuse_bilevel,
+)
+from optlang.problem import BilevelProblem
+
+# stage rule for stochastic levels, chosen for this baseline on held-out regressions (docs/backends/sdbpg.md)
+PATIENCE_STOCHASTIC = 10
+MIN_STAGE_STOCHASTIC = 10
+MOMENTUM_STOCHASTIC = 0.8  # constant heavy ball (the restarted k/(k+3) schedule: 220/240 against 170/160 evaluations)
+
+
+@dataclass
+class PenaltyOptions:
+    """Options of the penalty baseline (defaults documented in docs/backends/sdbpg.md)."""
+
+    eps0: float = 1.0  # first penalty parameter ε₀
+    eps_decay: float = 0.1  # ε ← decay·ε after each stage
+    eps_min: float = 1e-9  # stop decreasing below this
+    inner: str = "auto"  # auto | lbfgs | sgd  (auto: lbfgs when deterministic and unconstrained)
+    inner_iters: int = 2000  # at most this many steps per stage
+    inner_tol: float = 1e-3  # stage ends when ‖∇P_ε‖ ≤ inner_tol·max(1, ‖∇f‖) (lbfgs) or the step EMA stalls
+    stall_ratio: float = 0.01  # sgd: stage ends when the windowed ‖E ∇P‖/max(‖∇f‖, ‖∇g‖/ε) falls below this …
+    patience: int = -1  # sgd: … or when it has not shrunk 10% in this many steps (−1: PATIENCE_STOCHASTIC or 1000)
+    min_stage: int = -1  # sgd: steps before a stage may end (−1: MIN_STAGE_STOCHASTIC if stochastic, else 50)
+    split_batch: bool = True  # sgd, stochastic g: two half batches make ⟨∇P₁, ∇P₂⟩ an unbiased ‖E ∇P‖²
+    step_scale: float = 1.0  # sgd step c/(L_f + L_g/ε)
+    momentum: float = -1.0  # sgd: β in [0, 1); −1: MOMENTUM_STOCHASTIC if stochastic, else k/(k+3) with restarts
+    batch_f: int = 0  # minibatch for ∇f: 0 auto (full when ≤ 4096 samples), -1 full, k > 0 size
+    batch_g: int = 0
+    history_size: int = 20  # lbfgs memory
+    tol_g: float = 1e-4  # lower level: projected ‖∇g‖ ≤ tol_g · max(1, ‖∇g(x₀)‖)
+    lipschitz_iters: int = 15
+    report_every: int = 10
+    trace_points: int = 200
+    eval_samples: int = 4096
+
+
+class Penalty(Backend):
+    """Quadratic-free penalty continuation f + g/ε: the baseline for simple bilevel problems."""
+
+    name = "penalty"
+    kinds = frozenset({"bilevel"})
+    summary = "penalty continuation f + g/ε with L-BFGS or minibatch gradient inner solves (baseline)"
+    research = False
+    priority = 60
+    Options = PenaltyOptions
+
+    def refuse(self, form: Any) -> str | None:
+        base = super().refuse(form)
+        if base:
+            return base
+        return refuse_bilevel(form, self.name)
+
+    def solve(self, problem: BilevelProblem, options: PenaltyOptions, ctx: RunContext) -> RawSolution:
+        from optlang.errors import OptionError
+
+        if options.inner not in ("auto", "lbfgs", "sgd"):
+            raise OptionError("inner", f"option 'inner' of 'penalty' must be auto, lbfgs or sgd, got {options.inner!r}")
+        if not (0.0 < options.eps_decay < 1.0) or options.eps0 <= 0:
+            raise OptionError("eps_decay", "penalty needs eps0 > 0 and 0 < eps_decay < 1")
+        if not (0.0 <= options.momentum < 1.0 or options.momentum == -1.0):
+            raise OptionError("momentum", "option 'momentum' of 'penalty' must be in [0, 1), or −1")
+        return _PenaltyRun(problem, options, ctx).run()
+
+
+class _PenaltyRun:
+    """One penalty solve: stages of inner minimizations, monitoring, the RawSolution."""
+
+    def __init__(self, problem: BilevelProblem, o: PenaltyOptions, ctx: RunContext) -> None:
+        self.p, self.o, self.ctx = problem, o, ctx
+        self.flat = FlatVars(problem.variables)
+        self.gen_f = make_generator(ctx, 1)
+        self.gen_g = make_generator(ctx, 2)
+        self.of = Oracle(problem.upper, self.flat, ctx, o.batch_f, self.gen_f)
+        self.og = Oracle(problem.lower, self.flat, ctx, o.batch_g, self.gen_g)
+        self.tol = ctx.tol or 1e-4  # the common option `tol`
+        self.max_iter = ctx.max_iter if ctx.max_iter is not None else 100_000
+        self.tracer = Tracer(o.trace_points)
+        gen_e = make_generator(ctx, 3)
+        self.eval_f = (
+            None
+            if (self.of.n or 0) <= o.eval_samples
+            else torch.randperm(self.of.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
+        )
+        self.eval_g = (
+            None
+            if (self.og.n or 0) <= o.eval_samples
+            else torch.randperm(self.og.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
+        )
+        stochastic = self.of.stochastic or self.og.stochastic
+        self.patience = o.patience if o.patience > 0 else (PATIENCE_STOCHASTIC if stochastic else 1000)
+        self.min_stage = o.min_stage if o.min_stage >= 0 else (MIN_STAGE_STOCHASTIC if stochastic else 50)
+        self.momentum = o.momentum if o.momentum >= 0 else (MOMENTUM_STOCHASTIC if stochastic else -1.0)
+        self.use_lbfgs = o.inner == "lbfgs" or (o.inner == "auto" and not stochastic and not self.flat.needs_projection)
+        if self.use_lbfgs and self.flat.needs_projection:
+            from optlang.errors import OptionError
+
+            raise OptionError("inner", "inner = 'lbfgs' cannot honour the variable domains; use inner = 'sgd'")
+        self.t = 0
+        self.stages = 0
+        self.eps = o.eps0
+        self.lower_ok = False
+
+    def run(self) -> RawSolution:
+        o, ctx, flat = self.o, self.ctx, self.flat
+        x = flat.project_(flat.initial(ctx))
+        self.Lf = max(lipschitz(self.of, x, o.lipschitz_iters, self.gen_f), 1e-12)
+        self.Lg = max(lipschitz(self.og, x, o.lipschitz_iters, self.gen_g), 1e-12)
+        if not (math.isfinite(self.Lf) and math.isfinite(self.Lg)):
+            return self._finish(x, Status.DIVERGED, "curvature estimate is not finite at the start")
+        with torch.enable_grad():
+            _, gg0 = self._full_grad(self.og, x, self.eval_g)
+        self.g0_norm = float(torch.linalg.vector_norm(gg0))
+        self.start_scale = max(1.0, float(torch.linalg.vector_norm(x)))
+        self.best = x.clone()
+        status: Status | None = None
+        note = ""
+        while status is None:
+            stage = self._stage_lbfgs if self.use_lbfgs else self._stage_sgd
+            x, status, note = stage(x)
+            if status is not None:
+                break
+            self.stages += 1
+            done = self._monitor(x)
+            if done is None:
+                status, note = Status.DIVERGED, "non-finite objective after a stage"
+                break
+            if done:
+                status = Status.CONVERGED
+                break
+            if self.eps * o.eps_decay < o.eps_min:
+                status, note = Status.ITERATION_LIMIT, f"ε reached its floor {o.eps_min:g} before the tolerances"
+                break
+            self.eps *= o.eps_decay
+        if status == Status.DIVERGED:
+            x = self.best
+        return self._finish(x, status, note)
+
+    # --- one stage each way
+    def _stage_lbfgs(self, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:
+        o = self.o
+        xp = x.detach().clone().requires_grad_(True)
+        opt = torch.optim.LBFGS(
+            [xp],
+            lr=1.0,
+            max_iter=o.report_every,
+            history_size=o.history_size,
+            tolerance_grad=0.0,
+            tolerance_change=0.0,
+            line_search_fn="strong_wolfe",
+        )
+        state = {"gnorm": math.inf, "gf": 1.0}
+
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            fv, gf = self.of.grad(xp.detach(), None)
+            gv, gg = self.og.grad(xp.detach(), None)
+            grad = gf + gg / self.eps
+            xp.grad = grad
+            state["gnorm"] = float(torch.linalg.vector_norm(grad))
+            state["gf"] = float(torch.linalg.vector_norm(gf))
+            return fv + gv / self.eps
+
+        steps = 0
+        last: float | None = None
+        while True:
+            if self.ctx.should_stop():
+                return xp.detach(), self.ctx.stop_status(), ""
+            if self.t >= self.max_iter:
+                return xp.detach(), Status.ITERATION_LIMIT, ""
+            before = self.of.calls
+            loss = opt.step(closure)
+            n = max(1, self.of.calls - before)
+            self.t += n
+            steps += n
+            xd = xp.detach()
+            if not bool(torch.isfinite(loss)) or not bool(torch.isfinite(xd).all()):
+                return xd, Status.DIVERGED, f"non-finite penalty value at ε = {self.eps:g}"
+            self._report(xd.clone())  # LBFGS updates xp in place; the report keeps its own copy
+            eps = float(torch.finfo(self.ctx.dtype).eps)
+            floor = 2.0 * eps * (self.Lf + self.Lg / self.eps) * float(torch.linalg.vector_norm(xd))
+            stalled = last is not None and float(loss) >= last  # the line search made no progress
+            last = float(loss)
+            if state["gnorm"] <= max(o.inner_tol * max(1.0, state["gf"]), floor) or steps >= o.inner_iters or stalled:
+                return xd.clone(), None, ""
+
+    def _stage_sgd(self, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:
+        o, flat = self.o, self.flat
+        eta = o.step_scale / (self.Lf + self.Lg / self.eps)
+        x_prev = x.clone()
+        k = 0
+        stall = StallTest(o.stall_ratio, self.patience, self.min_stage)
+        split = o.split_batch and self.og.stochastic and self.og.batch >= 2
+        for step in range(o.inner_iters):
+            if self.ctx.should_stop():
+                return x, self.ctx.stop_status(), ""
+            if self.t >= self.max_iter:
+                return x, Status.ITERATION_LIMIT, ""
+            beta = (self.momentum if self.momentum >= 0 else k / (k + 3.0)) if step > 0 else 0.0
+            k += 1
+            y = x + beta * (x - x_prev) if beta > 0 else x
+            if beta > 0 and flat.needs_projection:
+                y = flat.project_(y.clone())
+            fv, gf = self.of.grad(y, self.of.draw())
+            if split:  # two independent half batches, as in sdbpg: the same cost as one batch
+                gv, gg, gg1, gg2 = self.og.grad_halves(y)
+            else:
+                gv, gg = self.og.grad(y, self.og.draw())
+            d = gf + gg / self.eps
+            dd = float((gf + gg1 / self.eps) @ (gf + gg2 / self.eps)) if split else float(d @ d)
+            x_new = y - eta * d
+            if flat.needs_projection:
+                flat.project_(x_new)
+            bad = not (bool(torch.isfinite(x_new).all()) and math.isfinite(float(fv)) and math.isfinite(float(gv)))
+            if bad or float(torch.linalg.vector_norm(x_new)) > BLOWUP * self.start_scale:
+                return x, Status.DIVERGED, f"non-finite or exploding iterate at ε = {self.eps:g}"
+            if self.momentum < 0 and float(d @ (x_new - x)) > 0:
+                k = 0
+            x_prev, x = x, x_new
+            self.t += 1
+            scale2 = max(float(gf @ gf), float(gg @ gg) / self.eps**2, 1e-60)
+            if self.t % o.report_every == 0:
+                self._report(x)
+            if stall.update(step + 1, dd / scale2):
+                break
+        return x, None, ""
+
+    # --- monitoring
+    def _full_grad(
+        self, oracle: Oracle, x: torch.Tensor, subset: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        xr = x.detach().requires_grad_(True)
+        val = oracle.fn(self.flat.unpack(xr), subset)
+        gr = torch.autograd.grad(val, xr, allow_unused=True)[0] if val.requires_grad else None
+        return val.detach(), (torch.zeros_like(xr) if gr is None else gr.detach())
+
+    def _report(self, x: torch.Tensor) -> None:
+        """History/progress row at x (monitoring subsets; not counted as algorithm gradients)."""
+        with torch.no_grad():
+            f = float(self.of.value(x, self.eval_f))
+            g = float(self.og.value(x, self.eval_g))
+        if math.isfinite(f) and math.isfinite(g):
+            self.best = x.clone()
+        row = {
+            "iter": self.t,
+            "time": self.ctx.elapsed(),
+            "f": f,
+            "g": g,
+            "eps": self.eps,
+            "lam": 1.0 / self.eps,
+            "grad_evals": self.of.calls + self.og.calls,
+            "samples": self.of.samples + self.og.samples,
+        }
+        if self.p.lower_optimum is not None:
+            row["gap"] = g - float(self.p.lower_optimum)
+        self.tracer.add(row)
+        flat = self.flat
+        self.ctx.report(
+            f,
+            None,
+            iteration=self.t,
+            g=g,
+            lam=1.0 / self.eps,
+            lam_max=1.0 / self.eps,
+            grad_evals=row["grad_evals"],
+            samples=row["samples"],
+            point=lambda: flat.to_numpy(x),
+        )
+
+    def _monitor(self, x: torch.Tensor) -> bool | None:
+        """End-of-stage test: projected ‖∇g‖ and the KKT residual within tolerance (None: non-finite)."""
+        with torch.enable_grad():
+            fv, gf = self._full_grad(self.of, x, self.eval_f)
+            gv, gg = self._full_grad(self.og, x, self.eval_g)
+        if not (math.isfinite(float(fv)) and math.isfinite(float(gv))):
+            return None
+        with torch.no_grad():
+            flat = self.flat
+            pg = (
+                float(torch.linalg.vector_norm(x - flat.project_(x - gg)))
+                if flat.needs_projection
+                else float(torch.linalg.vector_norm(gg))
+            )
+            n2 = float(gg @ gg)
+            lam = max(0.0, -float(gf @ gg) / n2) if n2 > 0 else 0.0
+            step = gf + lam * gg
+            kkt = (
+                float(torch.linalg.vector_norm(x - flat.project_(x - step)))
+                if flat.needs_projection
+                else float(torch.linalg.vector_norm(step))
+            )
+            eps = float(torch.finfo(self.ctx.dtype).eps)
+            scale = max(1.0, float(torch.linalg.vector_norm(gf)))
+            floor = min(2.0 * eps * (self.Lf + lam * self.Lg) * float(torch.linalg.vector_norm(x)), FLOOR_CAP * scale)
+            ok_f = kkt <= max(self.tol * max(1.0, float(torch.linalg.vector_norm(gf))), floor)
+        self.lower_ok = pg <= self.o.tol_g * max(1.0, self.g0_norm)
+        return self.lower_ok and ok_f
+
+    def _finish(self, x: torch.Tensor, status: Status, note: str = "") -> RawSolution:
+        values = self.flat.to_numpy(x)
+        nx = float(torch.linalg.vector_norm(x))
+        Lf, Lg = getattr(self, "Lf", 0.0), getattr(self, "Lg", 0.0)
+        eps = float(torch.finfo(self.ctx.dtype).eps)
+        stats, checks = certificate(
+            self.p,
+            self.flat,
+            values,
+            self.tol,
+            self.o.tol_g,
+            getattr(self, "g0_norm", 1.0),
+            floor=lambda lam: 2.0 * eps * (Lf + lam * Lg) * nx,
+        )
+        if status == Status.CONVERGED and not checks["lower_stationary"][0]:
+            status = Status.FEASIBLE
+        info: dict[str, Any] = {
+            "inner": "lbfgs" if self.use_lbfgs else "sgd",
+            "eps_final": self.eps,
+            "stages": self.stages,
+            "lower_reached": bool(checks["lower_stationary"][0] and checks.get("lower_gap", (True, ""))[0]),
+            "lam_max": 1.0 / self.eps,
+            **oracle_info(self),
+            **stats,
+        }
+        if note:
+            info["note"] = note
+        return RawSolution(
+            status=status,
+            values=values,
+            objective=stats.get("f"),
+            bound=None,
+            iterations=self.t,
+            history=list(self.ctx.history),
+            info=_jsonable(info),
+            checks=checks,
+        )

@@ -1,0 +1,872 @@
+"""ParetoM³: preference-guided weak-Pareto optimization by a penalized min-max-min, on torch.
+
+What lives here: the `paretom3` backend and the torch machinery it shares with the
+`weighted-sum` baseline (a batched evaluator of the objective vector, a projected Adam step,
+the archive of non-dominated evaluated points). The merit and the single-loop updates are
+documented in docs/backends/paretom3.md; in short, with gaps G_i = F_i(x) − F_i(y):
+
+    u(x) = max_y min_{λ∈Δ} Σ λ_i G_i  ≥ 0   (zero iff x is weakly Pareto optimal)
+    M³:    min_x max_y min_{λ∈Δ}  φ(x) + ρ Σ λ_i (F_i(x) − F_i(y))
+
+Each iteration: λ = softmin(G/τ) (closed-form entropic best response of the inner min); y ascends
+the smoothed gap, y ← P(y − η_y Σ (λ_i + μ/m) ∇F_i(y)); x descends φ + ρ·(penalty), where the
+penalty force Σ λˣ_i ∇F_i(x) acts only where y dominates x (strictly, or weakly with a strict
+gain: the weak-Pareto guard), with λˣ the Danskin multipliers of y (the min-norm weights of y's
+reduced gradients); ρ follows a geometric schedule kept in a band relative to ‖∇φ‖.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.common import project
+from optlang.backends.multiobjective.metrics import directions, dominates, hypervolume, nondominated_mask
+from optlang.errors import OptionError
+from optlang.problem import MultiObjectiveProblem, Variable
+
+# ----------------------------------------------------------------------------- shared machinery
+
+
+class BatchEval:
+    """Evaluates the objective vector (and optionally the preference) at B points at once.
+
+    Points are dicts name -> (B, *shape) tensors. torch.func.vmap is tried first; functions it cannot
+    trace fall back to a Python loop. `count` is the number of point evaluations done: one point
+    evaluation = the whole objective vector (plus the preference, which inlines it) at one point,
+    with or without its reverse-mode gradient.
+    """
+
+    def __init__(self, problem: MultiObjectiveProblem, ctx: RunContext, with_preference: bool) -> None:
+        fns = [f.compile(ctx.device, ctx.dtype) for _, f in problem.objectives]
+        if with_preference and problem.preference is not None:
+            fns.append(problem.preference.compile(ctx.device, ctx.dtype))
+        self.fns = fns
+        self.device = str(ctx.device)
+        self.vmap_ok: bool | None = None
+        self.count = 0
+
+    def _one(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.stack([f(values).reshape(()) for f in self.fns])
+
+    def __call__(self, X: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, k) tensor of [F_1, ..., F_m(, φ)] with the autograd graph kept."""
+        B = next(iter(X.values())).shape[0]
+        self.count += B
+        if B == 1:  # no batching overhead for a single point
+            return self._one({k: v[0] for k, v in X.items()}).unsqueeze(0)
+        if self.vmap_ok is not False and (B > 8 or self.device != "cpu"):  # vmap pays off on many points
+            try:
+                out = torch.func.vmap(self._one)(X)
+                self.vmap_ok = True
+                return out
+            except Exception:  # a function vmap cannot trace (data-dependent control flow, .item())
+                self.vmap_ok = False
+        return torch.stack([self._one({k: v[b] for k, v in X.items()}) for b in range(B)])
+
+
+def batched_project_(variables: tuple[Variable, ...], X: dict[str, torch.Tensor]) -> None:
+    """Project every instance of every variable onto its domain, in place."""
+    with torch.no_grad():
+        for v in variables:
+            t = X[v.name]
+            if v.domain.kind == "free":
+                continue
+            if v.domain.kind == "box":
+                t.copy_(project(v.domain, t))
+            else:  # ball / simplex act on a whole instance
+                for b in range(t.shape[0]):
+                    t[b].copy_(project(v.domain, t[b]))
+
+
+def variable_scale(v: Variable, x0: torch.Tensor) -> float:
+    """The length unit of a variable's steps: the box width, the ball radius, or max(1, |x0|∞)."""
+    d = v.domain
+    if d.kind == "box" and np.isfinite(d.lo) and np.isfinite(d.hi):
+        return float(d.hi - d.lo)
+    if d.kind == "ball":
+        return float(d.radius)
+    if d.kind == "simplex":
+        return 1.0
+    return max(1.0, float(x0.detach().abs().max()))
+
+
+def batched_init(variables: tuple[Variable, ...], B: int, ctx: RunContext, offset: int = 0) -> dict[str, torch.Tensor]:
+    """B seeded feasible starts per variable (instance 0 uses the variable's `init` when given)."""
+    out: dict[str, torch.Tensor] = {}
+    rng = np.random.default_rng([ctx.seed, 7919 + offset])
+    for v in variables:
+        rows = []
+        for b in range(B):
+            if b == 0 and v.init is not None:
+                rows.append(v.initial(rng))
+            else:
+                free = Variable(v.name, v.shape, v.domain, None)
+                rows.append(free.initial(rng))
+        out[v.name] = torch.as_tensor(np.stack(rows), dtype=ctx.dtype, device=ctx.device).contiguous()
+    return out
+
+
+class ProjectedAdam:
+    """Adam on a dict of (B, ...) tensors with a per-variable step unit and a cosine-decayed rate."""
+
+    def __init__(self, X: dict[str, torch.Tensor], scales: dict[str, float], lr: float, betas=(0.9, 0.99)) -> None:
+        self.m = {k: torch.zeros_like(v) for k, v in X.items()}
+        self.v = {k: torch.zeros_like(v) for k, v in X.items()}
+        self.scales = scales
+        self.lr = lr
+        self.b1, self.b2 = betas
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self, X: dict[str, torch.Tensor], G: dict[str, torch.Tensor], factor: float) -> None:
+        self.t += 1
+        c1 = 1 - self.b1**self.t
+        c2 = 1 - self.b2**self.t
+        for k, g in G.items():
+            self.m[k].mul_(self.b1).add_(g, alpha=1 - self.b1)
+            self.v[k].mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
+            denom = (self.v[k] / c2).sqrt_().add_(1e-12)
+            X[k].sub_(self.lr * factor * self.scales[k] * (self.m[k] / c1) / denom)
+
+
+def cosine(k: int, total: int, final: float) -> float:
+    """Cosine decay from 1 to `final` over `total` steps."""
+    s = min(1.0, k / max(1, total))
+    return final + (1 - final) * 0.5 * (1 + math.cos(math.pi * s))
+
+
+def safe_grads(
+    loss: torch.Tensor, X: dict[str, torch.Tensor], retain: bool = False
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Gradients of a scalar loss w.r.t. the batch, and a (B,) mask of instances whose gradient is finite."""
+    names = list(X)
+    gs = torch.autograd.grad(loss, [X[k] for k in names], retain_graph=retain, allow_unused=True)
+    out = {}
+    ok = None
+    for k, g in zip(names, gs, strict=True):
+        g = torch.zeros_like(X[k]) if g is None else g
+        fin = torch.isfinite(g).reshape(g.shape[0], -1).all(1)
+        ok = fin if ok is None else ok & fin
+        out[k] = g
+    return out, ok
+
+
+def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torch.Tensor, delta: float) -> dict:
+    """Copies of the points moved a relative `delta` toward the domain's interior (for the bad instances).
+
+    Used where a gradient is infinite on the boundary (e.g. sqrt at 0, as in ZDT1 at x₁ = 0).
+    """
+    out = {}
+    for v in variables:
+        t = X[v.name].detach().clone()
+        d = v.domain
+        if d.kind == "box":
+            lo = d.lo if np.isfinite(d.lo) else None
+            hi = d.hi if np.isfinite(d.hi) else None
+            if lo is not None and hi is not None:
+                centre = torch.full_like(t, 0.5 * (lo + hi))
+                moved = t + delta * (centre - t)
+            else:
+                base = lo if lo is not None else hi
+                moved = t + delta * (1.0 if lo is not None else -1.0) * (1.0 + abs(base))
+        elif d.kind == "simplex":
+            moved = (1 - delta) * t + delta / t[0].numel()
+        elif d.kind == "ball":
+            moved = (1 - delta) * t
+        else:
+            moved = t + delta * (1.0 + t.abs())
+        sel = bad.reshape(-1, *([1] * (t.dim() - 1)))
+        out[v.name] = torch.where(sel, moved, t).requires_grad_(True)
+    return out
+
+
+class Archive:
+    """The non-dominated objective vectors (and their points, while small) of every evaluated iterate.
+
+    Kept incrementally: each batch is merged with the current front and filtered, so memory follows
+    the front's size, not the number of evaluations.
+    """
+
+    def __init__(self, max_floats: int = 20_000_000) -> None:
+        self.F = np.zeros((0, 0))
+        self.X: dict[str, np.ndarray] | None = None
+        self.max_floats = max_floats
+        self.keep_points = True
+        self.seen = 0
+
+    def add(self, F: torch.Tensor, X: dict[str, torch.Tensor]) -> None:
+        Fn = F.detach().to("cpu", torch.float64).numpy()
+        ok = np.all(np.isfinite(Fn), axis=1)
+        if not ok.any():
+            return
+        self.seen += int(ok.sum())
+        Fn = Fn[ok]
+        Xn = {k: v.detach().to("cpu", torch.float64).numpy()[ok] for k, v in X.items()} if self.keep_points else None
+        if self.F.size == 0:
+            allF, allX = Fn, Xn
+        else:
+            allF = np.concatenate([self.F, Fn])
+            allX = (
+                {k: np.concatenate([self.X[k], Xn[k]]) for k in Xn} if (Xn is not None and self.X is not None) else None
+            )
+        mask = nondominated_mask(allF)
+        self.F = allF[mask]
+        if allX is not None:
+            self.X = {k: v[mask] for k, v in allX.items()}
+            if sum(v.size for v in self.X.values()) > self.max_floats:
+                self.keep_points, self.X = False, None
+        else:
+            self.X = None
+
+    def all(self) -> np.ndarray:
+        """The non-dominated objective vectors seen so far (every seen point is dominated by or equal to one)."""
+        return self.F
+
+    def front(self) -> tuple[np.ndarray, list[dict[str, np.ndarray]] | None]:
+        """Non-dominated objective vectors seen, with their points when kept."""
+        if self.X is None:
+            return self.F, None
+        return self.F, [{k: v[i] for k, v in self.X.items()} for i in range(self.F.shape[0])]
+
+
+def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
+    """Indices of at most k front points, spread by greedy farthest-point selection (extremes first)."""
+    n = F.shape[0]
+    if n <= k:
+        return np.arange(n)
+    span = F.max(0) - F.min(0)
+    Z = (F - F.min(0)) / np.where(span > 0, span, 1.0)
+    chosen = list(dict.fromkeys(int(i) for i in np.argmin(Z, axis=0)))
+    d = np.min(((Z[:, None, :] - Z[chosen][None, :, :]) ** 2).sum(-1), axis=1)
+    while len(chosen) < k:
+        i = int(np.argmax(d))
+        chosen.append(i)
+        d = np.minimum(d, ((Z - Z[i]) ** 2).sum(-1))
+    return np.sort(np.asarray(chosen))
+
+
+def front_info(
+    names: list[str], F: np.ndarray, pts: list[dict[str, np.ndarray]] | None, k: int
+) -> list[dict[str, Any]]:
+    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}]."""
+    out = []
+    for i in subsample_front(F, k):
+        row: dict[str, Any] = {"objectives": {n: float(F[i, j]) for j, n in enumerate(names)}}
+        if pts is not None:
+            row["values"] = {v: np.asarray(a).tolist() for v, a in pts[i].items()}
+        out.append(row)
+    return out
+
+
+def hv_reference(F: np.ndarray) -> np.ndarray:
+    """The hypervolume reference point used in reports: nadir + 10% of the front's range."""
+    lo, hi = F.min(0), F.max(0)
+    return hi + 0.1 * np.where(hi > lo, hi - lo, 1.0)
+
+
+def refuse_multiobjective(form: Any, kinds: frozenset[str]) -> str | None:
+    """The refusals shared by the multi-objective backends (kind, constraints, discrete variables)."""
+    if form.kind not in kinds:
+        return f"solves multiobjective problems, not {form.kind}"
+    if form.constraints:
+        return (
+            "cannot honour general constraints (" + "; ".join(form.constraints) + "): only variable domains "
+            "(box, simplex, ball) are projected on"
+        )
+    discrete = [v.name for v in form.variables if v.kind != "real"]
+    if discrete:
+        return f"needs continuous variables, but {', '.join(discrete)} are discrete"
+    return None
+
+
+# ----------------------------------------------------------------------------- the M³ loop
+
+
+@dataclass
+class _Run:
+    """State and outcome of one batched M³ run."""
+
+    X: dict[str, torch.Tensor]
+    Y: dict[str, torch.Tensor]
+    iterations: int
+    stopped: str  # "converged" | "limit" | "time" | "diverged"
+    rho: np.ndarray
+
+
+class M3Loop:
+    """The single-loop penalized min-max-min on B independent instances at once.
+
+    `pref(FXall, b_idx)` maps the evaluator output at x (B, k) to the (B,) preference values.
+    """
+
+    def __init__(self, problem: MultiObjectiveProblem, opts: Any, ctx: RunContext, archive: Archive) -> None:
+        self.problem = problem
+        self.o = opts
+        self.ctx = ctx
+        self.m = len(problem.objectives)
+        self.vars = problem.variables
+        self.archive = archive
+        self.evx: BatchEval | None = None
+        self.evy = BatchEval(problem, ctx, with_preference=False)
+
+    def evaluations(self) -> int:
+        return (self.evx.count if self.evx else 0) + self.evy.count
+
+    def _grads(self, ev: BatchEval, X: dict[str, torch.Tensor], out: torch.Tensor, pieces_fn: Any) -> tuple:
+        """Gradient pieces of the evaluated batch; instances whose gradient is not finite (e.g. sqrt at a
+        bound) are re-evaluated once at a point nudged toward the interior (a counted evaluation)."""
+        pieces = pieces_fn(out, X)
+        bad = ~pieces[-1]
+        if bool(bad.any()):
+            Xn = nudge(self.vars, X, bad, 1e-3)
+            sel = torch.nonzero(bad).ravel()
+            Xs = {k: v[sel].detach().clone().requires_grad_(True) for k, v in Xn.items()}
+            outn = ev(Xs)
+            piecesn = pieces_fn(outn, Xs, sel)
+            merged = []
+            for p, pn in zip(pieces[:-1], piecesn[:-1], strict=True):
+                merged.append({k: _scatter(bad, sel, pn[k], p[k]) for k in p})
+            pieces = (*merged, pieces[-1])
+        return pieces
+
+    def run(
+        self, X: dict[str, torch.Tensor], pref: Any, iters: int, lam_mode: str = "entropic", archive_every: int = 1
+    ) -> _Run:
+        """Run the single loop from the (B, ...) starts X for at most `iters` iterations."""
+        o, ctx, m = self.o, self.ctx, self.m
+        B = next(iter(X.values())).shape[0]
+        if self.evx is None:
+            self.evx = BatchEval(self.problem, ctx, with_preference=self.problem.preference is not None)
+        X = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
+        Y = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
+        scales = {v.name: variable_scale(v, X[v.name]) for v in self.vars}
+        ax = ProjectedAdam(X, scales, o.lr)
+        ay = ProjectedAdam(Y, scales, o.lr_y)
+        rho = torch.full((B,), float(o.rho0), dtype=ctx.dtype, device=ctx.device)
+        ramp = max(1, int(o.rho_ramp * iters))
+        growth = (o.rho_max / o.rho0) ** (1.0 / ramp)
+        window = 50
+        snap_x = {k: v.detach().clone() for k, v in X.items()}
+        snap_phi = None
+        stopped = "limit"
+        last_good = _copy(X), _copy(Y)
+        fx_prev_y_gap = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
+        k = 0
+        while k < iters:
+            if ctx.should_stop():
+                stopped = "time"
+                break
+            outx = self.evx(X)
+            if k > 0:
+                # warm start of the inner max: y keeps its place only while it beats y = x (gap 0)
+                with torch.no_grad():
+                    behind = (fx_prev_y_gap < 0) if o.y_reset else torch.zeros(B, dtype=torch.bool)
+                    if bool(behind.any()):
+                        for n in Y:
+                            Y[n].copy_(_where_rows(behind, X[n].detach(), Y[n].detach()))
+            outy = self.evy(Y)
+            fx = outx[:, :m].detach()
+            fy = outy[:, :m].detach()
+            phi_vals = pref(outx.detach())
+            if not (finite_t(fx) and finite_t(fy) and finite_t(phi_vals)):
+                X, Y = _copy(last_good[0], True), _copy(last_good[1], True)
+                stopped = "diverged"
+                break
+            last_good = _copy(X), _copy(Y)
+            if k % archive_every == 0 or k == iters - 1:
+                self.archive.add(torch.cat([fx, fy]), {n: torch.cat([X[n], Y[n]]) for n in X})
+            # λ: closed-form best response of the inner min over the simplex
+            gaps = fx - fy
+            fx_prev_y_gap = gaps.min(1).values
+            lam = self._lambda(gaps, fx, lam_mode)
+            scale_f = 1.0 + fx.abs().max(1).values
+            u_est = gaps.min(1).values
+            eps_s = o.eps * scale_f
+            strict = u_est > eps_s  # y strictly dominates x: u(x) > 0
+            if o.guard == "none":
+                strict = torch.ones_like(u_est, dtype=torch.bool)
+            # weak domination: y is nowhere worse and somewhere strictly better, x is not Pareto
+            weak = (~strict) & (u_est > -eps_s) & (gaps.max(1).values > eps_s)
+            if o.guard != "dominance":
+                weak = torch.zeros_like(weak)
+            active = strict | weak
+
+            def per_objective(out: torch.Tensor, Z: dict, sel: Any = None, with_pref: bool = False) -> tuple:
+                pieces, ok = [], None
+                if with_pref:
+                    gphi, ok = safe_grads(pref(out, sel).sum(), Z, retain=True)
+                    pieces.append(gphi)
+                for i in range(m):
+                    gi, oki = safe_grads(out[:, i].sum(), Z, retain=i < m - 1)
+                    pieces.append({n: _nan0(g) for n, g in gi.items()})
+                    ok = oki if ok is None else ok & oki
+                return (*pieces, ok)
+
+            Jy = list(self._grads(self.evy, Y, outy, per_objective)[:-1])
+            # y's step: the softmin λ of the gaps, plus a small weight on every objective (y_mean) so that
+            # y reaches a Pareto (not only weakly Pareto) point dominating x
+            lam_y = lam + o.y_mean / m if o.guard == "dominance" else lam
+            gy = {n: sum(_bcast(lam_y[:, i], Jy[i][n]) * Jy[i][n] for i in range(m)) for n in Jy[0]}
+            # λ of the penalty force on x (Danskin): the multipliers of y's stationarity, i.e. the
+            # min-norm weights of the reduced gradients at y ("minnorm_y"); or of those at x
+            # ("minnorm_x": the common descent direction of x); or the gaps' softmin λ ("gap")
+            lam_x = lam
+            if o.lambda_x == "minnorm_y":
+                act = None
+                if o.active_ratio >= 0:  # complementary slackness: only gaps near the smallest carry weight
+                    slack = o.active_ratio * torch.clamp(u_est, min=0.0) + 7.0 * self._tau(gaps, fx)[:, 0]
+                    act = gaps <= (u_est + slack)[:, None]
+                Ry = [reduced_grad(self.vars, Y, g) for g in Jy]
+                # objectives already at a bound-constrained minimum in y (reduced gradient zero) carry no
+                # multiplier: they would pin x to that face or corner (DTLZ2's x₁ = 1, ZDT1's x₁ = 0)
+                norms = torch.stack([_bnorm(r) for r in Ry], 1)
+                live = norms > 1e-6 * norms.max(1, keepdim=True).values
+                act = live if act is None else act & live
+                lam_x, _ = min_norm_weights(Ry, allowed=act)
+            if bool(weak.any()):  # only the strictly improvable objectives pull a weakly dominated x
+                imp = (gaps > eps_s[:, None]).to(lam.dtype)
+                lam_w = imp / torch.clamp(imp.sum(1, keepdim=True), min=1.0)
+                if o.lambda_x == "minnorm_x":
+                    lam_x = lam_w  # replaced below where x is not weakly dominated
+                else:
+                    lam_x = torch.where(weak[:, None], lam_w, lam_x)
+            if o.lambda_x == "minnorm_x":
+                gphi, *Jx = self._grads(self.evx, X, outx, lambda o_, Z, sel=None: per_objective(o_, Z, sel, True))[:-1]
+                lam_mx, _ = min_norm_weights([reduced_grad(self.vars, X, g) for g in Jx])
+                lam_x = torch.where(weak[:, None], lam_x, lam_mx)
+                gF = {n: sum(_bcast(lam_x[:, i], Jx[i][n]) * Jx[i][n] for i in range(m)) for n in Jx[0]}
+            else:
+
+                def x_pieces(out: torch.Tensor, Z: dict, sel: Any = None, w: torch.Tensor = lam_x) -> tuple:
+                    gphi, ok1 = safe_grads(pref(out, sel).sum(), Z, retain=True)
+                    wk = w if sel is None else w[sel]
+                    gF, ok2 = safe_grads((wk * out[:, :m]).sum(), Z)
+                    return gphi, {n: _nan0(g) for n, g in gF.items()}, ok1 & ok2
+
+                gphi, gF = self._grads(self.evx, X, outx, x_pieces)[:-1]
+            # ρ: geometric schedule, kept in a band so that the penalty force is rho_adapt to rho_cap
+            # times the preference force (it can always win, and it never swamps the steps)
+            ratio = _bnorm(gphi) / torch.clamp(_bnorm(gF), min=1e-30)
+            rho_s = min(o.rho_max, o.rho0 * growth ** min(k, ramp))
+            hi = torch.clamp(o.rho_cap * ratio, min=o.rho0)
+            rho = torch.minimum(torch.maximum(torch.full_like(ratio, rho_s), o.rho_adapt * ratio), hi)
+            coef = rho * active.to(rho.dtype)
+            gx = {n: _nan0(gphi[n]) + _bcast(coef, gphi[n]) * _nan0(gF[n]) for n in gphi}
+            f = cosine(k, iters, o.lr_final)
+            ax.step(X, gx, f)
+            ay.step(Y, {n: _nan0(g) for n, g in gy.items()}, f)
+            batched_project_(self.vars, X)
+            batched_project_(self.vars, Y)
+            k += 1
+            if k % 25 == 0:
+                ctx.report(float(phi_vals.mean()), None, iteration=k, merit=float(u_est.clamp(min=0).max()))
+            if k % window == 0:
+                dx = max(float((X[n].detach() - snap_x[n]).abs().max()) / scales[n] for n in X)
+                dphi = None if snap_phi is None else float((phi_vals - snap_phi).abs().max())
+                tol_phi = o.tol * (1.0 + float(phi_vals.abs().max()))
+                if k >= 2 * window and dx < o.tol and dphi is not None and dphi < tol_phi:
+                    stopped = "converged"
+                    break
+                snap_x = _copy(X)
+                snap_phi = phi_vals.clone()
+        return _Run(X=X, Y=Y, iterations=k, stopped=stopped, rho=rho.detach().cpu().numpy())
+
+    def _lambda(self, gaps: torch.Tensor, fx: torch.Tensor, mode: str) -> torch.Tensor:
+        """λ on the simplex: softmin(G/τ) (entropic) or the vertex of the smallest gap (argmin)."""
+        if mode == "argmin":
+            return torch.nn.functional.one_hot(gaps.argmin(1), gaps.shape[1]).to(gaps.dtype)
+        return torch.softmax(-gaps / self._tau(gaps, fx), dim=1)
+
+    def _tau(self, gaps: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
+        """The softmin temperature (B, 1): tau times the magnitude of the objectives and gaps."""
+        return self.o.tau * (1e-12 + fx.abs().mean(1, keepdim=True) + gaps.abs().max(1, keepdim=True).values)
+
+
+def reduced_grad(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], G: dict[str, torch.Tensor]) -> dict:
+    """The gradient with the components that a descent step cannot use on an active box bound zeroed."""
+    out = {}
+    for v in variables:
+        g = G[v.name]
+        d = v.domain
+        if d.kind == "box":
+            x = X[v.name].detach()
+            blocked = torch.zeros_like(g, dtype=torch.bool)
+            if np.isfinite(d.lo):
+                blocked |= (x <= d.lo) & (g > 0)
+            if np.isfinite(d.hi):
+                blocked |= (x >= d.hi) & (g < 0)
+            g = torch.where(blocked, torch.zeros_like(g), g)
+        out[v.name] = g
+    return out
+
+
+def simplex_project_rows(V: torch.Tensor) -> torch.Tensor:
+    """Euclidean projection of each row of V (B, m) onto the probability simplex."""
+    m = V.shape[1]
+    U, _ = torch.sort(V, dim=1, descending=True)
+    css = torch.cumsum(U, 1) - 1.0
+    idx = torch.arange(1, m + 1, device=V.device, dtype=V.dtype)
+    cond = (U - css / idx) > 0
+    rho = cond.to(V.dtype).mul(idx).argmax(1)
+    theta = css.gather(1, rho[:, None]) / (rho[:, None] + 1.0).to(V.dtype)
+    return torch.clamp(V - theta, min=0.0)
+
+
+def _min_norm_faces(G: np.ndarray, reg: float = 1e-6, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Exact min of λᵀGλ + ε‖λ − 1/m‖² on the simplex for small m, face by face (ε = reg · tr(G) / m).
+
+    The small pull toward uniform weights picks, among (near-)minimizers of a singular G, the most
+    balanced one instead of an arbitrary vertex (a vertex λ = e_i can pin x on a weak-Pareto face).
+    """
+    B, m, _ = G.shape
+    allowed = np.ones((B, m), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool).copy()
+    allowed[~allowed.any(1)] = True
+    prior = allowed / allowed.sum(1, keepdims=True)
+    eps = reg * np.trace(G, axis1=1, axis2=2) / m + 1e-300
+    Gr = G + eps[:, None, None] * np.eye(m)
+    best = np.full(B, np.inf)
+    lam = prior.copy()
+    for r in range(1, m + 1):
+        for S in itertools.combinations(range(m), r):
+            idx = np.asarray(S)
+            inv = np.linalg.inv(Gr[:, idx][:, :, idx])
+            a = inv @ (eps[:, None, None] * prior[:, idx, None])
+            b = inv @ np.ones((B, r, 1))
+            mu = (1.0 - a.sum(axis=(1, 2))) / b.sum(axis=(1, 2))
+            w = (a + mu[:, None, None] * b)[:, :, 0]
+            ok = (w >= -1e-12).all(1) & allowed[:, idx].all(1)
+            full = np.zeros((B, m))
+            full[:, idx] = np.clip(w, 0.0, None)
+            d = full - prior
+            val = np.einsum("bi,bij,bj->b", full, G, full) + eps * (d * d).sum(1)
+            take = ok & (val < best)
+            best = np.where(take, val, best)
+            lam[take] = full[take]
+    return lam
+
+
+def min_norm_weights(
+    R: list[dict[str, torch.Tensor]], iters: int = 100, allowed: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """λ ∈ Δ minimizing ‖Σ λ_i R_i‖ per instance (MGDA's min-norm point), by projected gradient on
+    the m × m Gram matrix (exact for m = 2). Returns (λ (B, m), the norm (B,))."""
+    m = len(R)
+    flat = torch.stack([torch.cat([g.reshape(g.shape[0], -1) for g in r.values()], 1) for r in R], 1)
+    flat64 = flat.to(torch.float64)
+    Gm = flat64 @ flat64.transpose(1, 2)  # (B, m, m)
+    if m == 1:
+        lam = torch.ones(flat.shape[0], 1, dtype=torch.float64, device=flat.device)
+    elif m <= 5 and allowed is not None:
+        lam = torch.as_tensor(
+            _min_norm_faces(Gm.cpu().numpy(), allowed=allowed.cpu().numpy()), dtype=torch.float64, device=flat.device
+        )
+    elif m == 2:
+        a, b, c = Gm[:, 0, 0], Gm[:, 1, 1], Gm[:, 0, 1]
+        den = torch.clamp(a + b - 2 * c, min=1e-300)
+        t = torch.clamp((b - c) / den, 0.0, 1.0)  # weight of objective 0
+        lam = torch.stack([t, 1 - t], 1)
+    elif m <= 5:
+        lam = torch.as_tensor(_min_norm_faces(Gm.cpu().numpy()), dtype=torch.float64, device=flat.device)
+    else:
+        lam = torch.full((flat.shape[0], m), 1.0 / m, dtype=torch.float64, device=flat.device)
+        L = torch.clamp(torch.diagonal(Gm, dim1=1, dim2=2).sum(1), min=1e-300)[:, None]
+        for _ in range(iters):
+            grad = (Gm @ lam[:, :, None])[:, :, 0]
+            lam = simplex_project_rows(lam - grad / L)
+    nrm = torch.sqrt(torch.clamp((lam[:, None, :] @ Gm @ lam[:, :, None])[:, 0, 0], min=0.0))
+    return lam.to(flat.dtype), nrm.to(flat.dtype)
+
+
+def _bnorm(G: dict[str, torch.Tensor]) -> torch.Tensor:
+    tot = None
+    for g in G.values():
+        s = torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0).reshape(g.shape[0], -1).pow(2).sum(1)
+        tot = s if tot is None else tot + s
+    return tot.sqrt()
+
+
+def _nan0(g: torch.Tensor) -> torch.Tensor:
+    return torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _bcast(c: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return c.reshape(-1, *([1] * (like.dim() - 1)))
+
+
+def _scatter(mask: torch.Tensor, sel: torch.Tensor, sub: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
+    out = full.clone()
+    out[sel] = sub
+    return out
+
+
+def _copy(X: dict[str, torch.Tensor], grad: bool = False) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone().requires_grad_(grad) for k, v in X.items()}
+
+
+def finite_t(t: torch.Tensor) -> bool:
+    return bool(torch.isfinite(t).all())
+
+
+# ----------------------------------------------------------------------------- merit by inner maximization
+
+
+def inner_merit(
+    loop: M3Loop, X: dict[str, torch.Tensor], Y0: dict[str, torch.Tensor], iters: int, lr: float
+) -> tuple[np.ndarray, dict[str, torch.Tensor], np.ndarray]:
+    """u(x) ≈ max_y min_i (F_i(x) − F_i(y)) for each instance by projected Adam on the softmin of the
+    gaps (y from Y0 and x itself; the best y seen is kept, so the estimate is a lower bound of u).
+
+    Returns (u (B,), the maximizing y, F(y) (B, m)).
+    """
+    ctx, m = loop.ctx, loop.m
+    with torch.no_grad():
+        fx = loop.evy(X)[:, :m]
+    u_best = torch.zeros(fx.shape[0], dtype=fx.dtype, device=fx.device)  # y = x gives 0
+    y_best = _copy(X)
+    fy_best = fx.clone()
+    Y = _copy(Y0, True)
+    scales = {v.name: variable_scale(v, X[v.name]) for v in loop.vars}
+    opt = ProjectedAdam(Y, scales, lr)
+    for k in range(iters):
+        if ctx.should_stop():
+            break
+        out = loop.evy(Y)
+        fy = out[:, :m]
+        gaps = fx - fy.detach()
+        u_now = gaps.min(1).values
+        better = u_now > u_best
+        if bool(better.any()):
+            u_best = torch.where(better, u_now, u_best)
+            fy_best = _where_rows(better, fy.detach(), fy_best)
+            y_best = {n: _where_rows(better, Y[n].detach(), y_best[n]) for n in Y}
+        lam = loop._lambda(gaps, fx, "entropic")
+        g, _ = safe_grads((lam * fy).sum(), Y)
+        opt.step(Y, {n: _nan0(t) for n, t in g.items()}, cosine(k, iters, 1e-2))
+        batched_project_(loop.vars, Y)
+    return u_best.cpu().numpy().astype(np.float64), y_best, fy_best.cpu().numpy().astype(np.float64)
+
+
+def _where_rows(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.where(mask.reshape(-1, *([1] * (a.dim() - 1))), a, b)
+
+
+# ----------------------------------------------------------------------------- the backend
+
+
+@dataclass
+class ParetoM3Options:
+    """ParetoM³ options (defaults tuned on ZDT1/2, DTLZ2 and convex quadratics; see the doc)."""
+
+    iters: int = 800  # single-loop iterations per run (ctx.max_iter overrides)
+    lr: float = 0.02  # Adam step of x, in units of the domain width (box), radius (ball) or max(1, |x0|)
+    lr_y: float = 0.05  # Adam step of y (the dominating point), same units
+    lr_final: float = 1e-3  # the steps decay by a cosine to this fraction of their start
+    rho0: float = 1.0  # initial penalty weight ρ
+    rho_max: float = 1e4  # ρ stops growing here
+    rho_ramp: float = 0.5  # fraction of the iterations over which ρ grows geometrically to rho_max
+    rho_adapt: float = 2.0  # floor ρ ≥ rho_adapt ‖∇φ‖ / ‖Σλ∇F‖: the penalty can always win
+    rho_cap: float = 10.0  # cap ρ ≤ max(rho0, rho_cap ‖∇φ‖ / ‖Σλ∇F‖): it never swamps the preference
+    lambda_x: str = "minnorm_y"  # λ of the x-step penalty: "minnorm_y" | "minnorm_x" | "gap" (see the doc)
+    active_ratio: float = -1.0  # minnorm_y: only gaps within (1 + active_ratio) u(x) + 7τ are active; < 0: all
+    y_reset: bool = True  # restart y at x whenever y no longer dominates x (min gap < 0)
+    tau: float = 1e-3  # softmin temperature of λ, relative to the objectives' magnitude
+    lambda_rule: str = "entropic"  # "entropic" (softmin of the gaps) | "argmin" (vertex of the smallest gap)
+    guard: str = "dominance"  # weak-Pareto guard: "dominance" | "hinge" | "none" (see the doc)
+    y_mean: float = 1e-2  # with guard "dominance": weight of the mean gap in y's ascent
+    eps: float = 1e-6  # strict-domination threshold of the hinge, relative to 1 + max |F|
+    starts: int = 1  # independent starts in preference mode (the best weakly Pareto one is returned)
+    merit_iters: int = 150  # inner maximization steps for the reported merit u(x)
+    merit_tol: float = 1e-4  # u(x) ≤ merit_tol · (1 + max|F|) counts as weakly Pareto in the check
+    front_points: int = 20  # reference directions swept without a preference
+    front_iters: int = 400  # iterations per swept direction (all directions run as one batch)
+    front_max: int = 100  # at most this many points in info["front"]
+    tol: float = 1e-6  # early stop: relative change of x and φ over 50 iterations below tol
+
+
+class ParetoM3(Backend):
+    """Preference-guided weak-Pareto optimization (ParetoM³); a swept front without a preference."""
+
+    name = "paretom3"
+    kinds = frozenset({"multiobjective"})
+    summary = "ParetoM³: penalized min-max-min over the weak Pareto set (x descent, y ascent, λ softmin, ρ schedule)"
+    research = True
+    priority = 10
+    Options = ParetoM3Options
+
+    def refuse(self, form: Any) -> str | None:
+        return refuse_multiobjective(form, self.kinds)
+
+    def solve(self, problem: MultiObjectiveProblem, options: ParetoM3Options, ctx: RunContext) -> RawSolution:
+        if options.lambda_rule not in ("entropic", "argmin"):
+            raise OptionError("lambda_rule", f"lambda_rule must be 'entropic' or 'argmin', not {options.lambda_rule!r}")
+        if options.lambda_x not in ("minnorm_y", "minnorm_x", "gap"):
+            raise OptionError(
+                "lambda_x", f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}"
+            )
+        if options.guard not in ("dominance", "hinge", "none"):
+            raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
+        torch.manual_seed(ctx.seed)
+        if problem.preference is not None:
+            return self._preferred(problem, options, ctx)
+        return self._front(problem, options, ctx)
+
+    # --- with a preference: one preferred weakly Pareto point
+    def _preferred(self, problem: MultiObjectiveProblem, o: ParetoM3Options, ctx: RunContext) -> RawSolution:
+        m = len(problem.objectives)
+        names = [n for n, _ in problem.objectives]
+        archive = Archive()
+        loop = M3Loop(problem, o, ctx, archive)
+        B = max(1, o.starts)
+        X0 = batched_init(problem.variables, B, ctx)
+        iters = ctx.max_iter if ctx.max_iter is not None else o.iters
+
+        def pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
+            return out[:, m]
+
+        run = loop.run(X0, pref, iters, o.lambda_rule, archive_every=5)
+        # the returned point: x if it is weakly Pareto, else the y that dominates it most (its projection)
+        u_x, y_star, _ = inner_merit(loop, run.X, run.Y, o.merit_iters, o.lr_y)
+        with torch.no_grad():
+            fx = loop.evy(run.X)[:, :m].cpu().numpy().astype(np.float64)
+        scale = 1.0 + np.abs(fx).max(1)
+        use_y = u_x > o.merit_tol * 1e-2 * scale
+        P = {n: _where_rows(torch.as_tensor(use_y, device=ctx.device), y_star[n], run.X[n].detach()) for n in run.X}
+        u_p, _, _ = inner_merit(loop, P, P, o.merit_iters, o.lr_y)
+        evals = loop.evaluations()
+        vals = [{n: t[b].detach().cpu().numpy().astype(np.float64) for n, t in P.items()} for b in range(B)]
+        F = np.array([[float(f.value(v)) for _, f in problem.objectives] for v in vals])
+        phi = np.array([float(problem.preference.value(v)) for v in vals])
+        scale = 1.0 + np.abs(F).max(1)
+        ok = u_p <= o.merit_tol * scale
+        best = int(np.argmin(np.where(ok, phi, np.inf))) if ok.any() else int(np.argmin(u_p / scale))
+        seen = archive.all()
+        tol_dom = 1e-5 * scale[best]
+        n_dom = int(sum(dominates(f, F[best], tol_dom) for f in seen)) if seen.size else 0
+        status = _status(run.stopped, ctx)
+        if status.has_solution and not ok[best] and status == Status.CONVERGED:
+            status = Status.FEASIBLE
+        info: dict[str, Any] = {
+            "preference": float(phi[best]),
+            "objectives": {n: float(F[best, j]) for j, n in enumerate(names)},
+            "merit": float(u_p[best]),
+            "merit_of_x": float(u_x[best]),
+            "returned": "y (dominating point of x)" if use_y[best] else "x",
+            "dominated_by_seen": n_dom,
+            "points_seen": archive.seen,
+            "evaluations": int(evals),
+            "evaluation_unit": "one point evaluation = the objective vector (and preference) at one point, "
+            "with or without its gradient",
+            "rho_final": float(run.rho[best]),
+            "stopped": run.stopped,
+            "vmap": bool(loop.evy.vmap_ok),
+            "starts": B,
+        }
+        checks = {
+            "weak_pareto_merit": (
+                bool(ok[best]),
+                f"u(x) = {u_p[best]:.3g} by {o.merit_iters} inner ascent steps "
+                f"(tolerance {o.merit_tol * scale[best]:.3g})",
+            ),
+            "not_dominated_by_seen": (
+                n_dom == 0,
+                f"{n_dom} of the {seen.shape[0]} non-dominated points among {archive.seen} evaluated ones "
+                f"dominate the result by more than {tol_dom:.2g}",
+            ),
+        }
+        ctx.report(float(phi[best]), None)
+        return RawSolution(
+            status=status,
+            values=vals[best],
+            objective=float(phi[best]),
+            iterations=run.iterations,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )
+
+    # --- without a preference: a swept front
+    def _front(self, problem: MultiObjectiveProblem, o: ParetoM3Options, ctx: RunContext) -> RawSolution:
+        m = len(problem.objectives)
+        names = [n for n, _ in problem.objectives]
+        archive = Archive()
+        loop = M3Loop(problem, o, ctx, archive)
+        iters = ctx.max_iter if ctx.max_iter is not None else o.front_iters
+        # 1) anchors: nearly lexicographic minimizers of each objective give the ideal and nadir points
+        E = torch.eye(m, dtype=ctx.dtype, device=ctx.device)
+        W_anchor = E + 0.2
+
+        def anchor_pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
+            W = W_anchor if sel is None else W_anchor[sel]
+            return (W * out[:, :m]).sum(1)
+
+        run_a = loop.run(batched_init(problem.variables, m, ctx, offset=1), anchor_pref, iters, archive_every=5)
+        with torch.no_grad():
+            Fa = loop.evy(run_a.X)[:, :m].cpu().numpy().astype(np.float64)
+        seen = archive.all()
+        ideal = np.minimum(seen[nondominated_mask(seen)].min(0), Fa.min(0)) if seen.size else Fa.min(0)
+        nadir = Fa.max(0)
+        span = np.where(nadir - ideal > 1e-9, nadir - ideal, 1.0)
+        # 2) the sweep: preference ‖(F − r_k)/span‖² for references r_k on the ideal–nadir simplex
+        W = directions(o.front_points, m)
+        R = torch.as_tensor(ideal + W * span, dtype=ctx.dtype, device=ctx.device)
+        S = torch.as_tensor(span, dtype=ctx.dtype, device=ctx.device)
+
+        def sweep_pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
+            Rk = R if sel is None else R[sel]
+            return (((out[:, :m] - Rk) / S) ** 2).sum(1)
+
+        run = loop.run(batched_init(problem.variables, W.shape[0], ctx, offset=2), sweep_pref, iters, archive_every=5)
+        Ff, pts = archive.front()
+        evals = loop.evaluations()
+        knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))
+        if pts is not None:
+            values = {k: np.asarray(v, dtype=np.float64) for k, v in pts[knee].items()}
+        else:
+            values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in run.Y.items()}
+        info: dict[str, Any] = {
+            "front": front_info(names, Ff, pts, o.front_max),
+            "front_size": int(Ff.shape[0]),
+            "ideal": ideal.tolist(),
+            "nadir": nadir.tolist(),
+            "directions": int(W.shape[0]),
+            "evaluations": int(evals),
+            "evaluation_unit": "one point evaluation = the objective vector at one point, with or without its gradient",
+            "stopped": run.stopped,
+            "vmap": bool(loop.evy.vmap_ok),
+        }
+        if m <= 3 and Ff.shape[0]:
+            ref = hv_reference(Ff)
+            info["hypervolume"] = hypervolume(Ff, ref)
+            info["hv_reference"] = ref.tolist()
+        checks = {
+            "front_nondominated": (
+                bool(nondominated_mask(Ff).all()),
+                f"{Ff.shape[0]} front points, none dominates another",
+            )
+        }
+        return RawSolution(
+            status=_status(run.stopped, ctx),
+            values=values,
+            objective=None,
+            iterations=run.iterations + run_a.iterations,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )
+
+
+def _status(stopped: str, ctx: RunContext) -> Status:
+    if stopped == "converged":
+        return Status.CONVERGED
+    if stopped == "diverged":
+        return Status.DIVERGED
+    if stopped == "time":
+        return ctx.stop_status(Status.TIME_LIMIT)
+    return Status.ITERATION_LIMIT

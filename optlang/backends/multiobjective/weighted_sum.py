@@ -1,0 +1,164 @@
+"""The `weighted-sum` baseline for multi-objective problems: a scalarization sweep on torch.
+
+For K weight vectors w_k on the simplex (Das-Dennis), each instance minimizes the scalarization
+s_k(x) = Σ_i w_ki F_i(x) ("linear") or max_i w_ki (F_i(x) − z_i) ("chebyshev", z = the ideal point
+of the initial sample) by projected Adam, all K at once. With a preference, the swept point of
+best preference is returned; without, the non-dominated points seen form the front. Linear
+weights cannot reach the inside of a concave front (ZDT2, DTLZ2): that is the baseline's known
+weakness, measured in benchmarks/multiobjective.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.multiobjective.metrics import directions, hypervolume, nondominated_mask
+from optlang.backends.multiobjective.paretom3 import (
+    Archive,
+    BatchEval,
+    ProjectedAdam,
+    batched_init,
+    batched_project_,
+    cosine,
+    front_info,
+    hv_reference,
+    refuse_multiobjective,
+    safe_grads,
+    variable_scale,
+)
+from optlang.errors import OptionError
+from optlang.problem import MultiObjectiveProblem
+
+
+@dataclass
+class WeightedSumOptions:
+    """Options of the scalarization sweep."""
+
+    points: int = 20  # about this many weight vectors (Das-Dennis)
+    iters: int = 300  # projected Adam steps per weight (all weights run as one batch; ctx.max_iter overrides)
+    lr: float = 0.02  # Adam step, in units of the domain width (box), radius (ball) or max(1, |x0|)
+    lr_final: float = 1e-3  # cosine decay to this fraction of lr
+    scalarization: str = "linear"  # "linear" (weighted sum) | "chebyshev" (weighted max)
+    front_max: int = 100  # at most this many points in info["front"]
+
+
+class WeightedSum(Backend):
+    """Weighted-sum (or Chebyshev) scalarization sweep; the swept point of best preference."""
+
+    name = "weighted-sum"
+    kinds = frozenset({"multiobjective"})
+    summary = "scalarization sweep over simplex weights (projected Adam), best swept point or the swept front"
+    priority = 60
+    Options = WeightedSumOptions
+
+    def refuse(self, form: Any) -> str | None:
+        return refuse_multiobjective(form, self.kinds)
+
+    def solve(self, problem: MultiObjectiveProblem, options: WeightedSumOptions, ctx: RunContext) -> RawSolution:
+        o = options
+        if o.scalarization not in ("linear", "chebyshev"):
+            raise OptionError(
+                "scalarization", f"scalarization must be 'linear' or 'chebyshev', not {o.scalarization!r}"
+            )
+        m = len(problem.objectives)
+        names = [n for n, _ in problem.objectives]
+        W = torch.as_tensor(directions(o.points, m), dtype=ctx.dtype, device=ctx.device)
+        K = W.shape[0]
+        ev = BatchEval(problem, ctx, with_preference=False)
+        archive = Archive()
+        X = batched_init(problem.variables, K, ctx)
+        X = {k: v.requires_grad_(True) for k, v in X.items()}
+        scales = {v.name: variable_scale(v, X[v.name]) for v in problem.variables}
+        opt = ProjectedAdam(X, scales, o.lr)
+        iters = ctx.max_iter if ctx.max_iter is not None else o.iters
+        z = None
+        status = Status.ITERATION_LIMIT
+        k = 0
+        last = {n: t.detach().clone() for n, t in X.items()}
+        while k < iters:
+            if ctx.should_stop():
+                status = ctx.stop_status(Status.TIME_LIMIT)
+                break
+            F = ev(X)
+            if not bool(torch.isfinite(F).all()):
+                status = Status.DIVERGED
+                X = {n: t.clone() for n, t in last.items()}
+                break
+            last = {n: t.detach().clone() for n, t in X.items()}
+            archive.add(F.detach(), X)
+            if o.scalarization == "linear":
+                s = (W * F).sum(1)
+            else:
+                if z is None:
+                    z = F.detach().min(0).values - 1e-3 * (1 + F.detach().abs().max(0).values)
+                s = (W * (F - z)).max(1).values
+            g, _ = safe_grads(s.sum(), X)
+            opt.step(
+                X,
+                {n: torch.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0) for n, t in g.items()},
+                cosine(k, iters, o.lr_final),
+            )
+            batched_project_(problem.variables, X)
+            k += 1
+            if k % 25 == 0:
+                ctx.report(float(s.detach().mean()), None, iteration=k)
+        with torch.no_grad():
+            Ffin = ev(X).detach()
+        archive.add(Ffin, X)
+        evals = ev.count
+        info: dict[str, Any] = {
+            "weights": int(K),
+            "scalarization": o.scalarization,
+            "evaluation_unit": "one point evaluation = the objective vector (or the preference) at one point, "
+            "with or without its gradient",
+        }
+        if problem.preference is not None:
+            pts = [{n: t[b].detach().cpu().numpy().astype(np.float64) for n, t in X.items()} for b in range(K)]
+            phi = np.array([float(problem.preference.value(p)) for p in pts])
+            evals += K
+            phi = np.where(np.isfinite(phi), phi, np.inf)
+            best = int(np.argmin(phi))
+            Fb = np.array([float(f.value(pts[best])) for _, f in problem.objectives])
+            info.update(
+                preference=float(phi[best]),
+                objectives={n: float(Fb[j]) for j, n in enumerate(names)},
+                best_weight=W[best].detach().cpu().numpy().tolist(),
+                evaluations=int(evals),
+            )
+            ctx.report(float(phi[best]), None)
+            return RawSolution(
+                status=status,
+                values=pts[best],
+                objective=float(phi[best]),
+                iterations=k,
+                history=list(ctx.history),
+                info=info,
+            )
+        Ff, fpts = archive.front()
+        ideal, nadir = Ff.min(0), Ff.max(0)
+        span = np.where(nadir > ideal, nadir - ideal, 1.0)
+        knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))
+        if fpts is not None:
+            values = {n: np.asarray(v, dtype=np.float64) for n, v in fpts[knee].items()}
+        else:
+            values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in X.items()}
+        info.update(front=front_info(names, Ff, fpts, o.front_max), front_size=int(Ff.shape[0]), evaluations=int(evals))
+        if m <= 3:
+            ref = hv_reference(Ff)
+            info["hypervolume"] = hypervolume(Ff, ref)
+            info["hv_reference"] = ref.tolist()
+        checks = {"front_nondominated": (bool(nondominated_mask(Ff).all()), f"{Ff.shape[0]} front points")}
+        return RawSolution(
+            status=status,
+            values=values,
+            objective=None,
+            iterations=k,
+            history=list(ctx.history),
+            info=info,
+            checks=checks,
+        )

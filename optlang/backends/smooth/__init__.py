@@ -1,0 +1,1 @@
+"""Smooth (unconstrained or box/simplex-constrained) minimization: projected gradient descent `gd`."""

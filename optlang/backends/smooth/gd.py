@@ -1,0 +1,198 @@
+"""`gd`: the smooth-kind baseline — projected L-BFGS or Adam in torch.
+
+L-BFGS (strong-Wolfe line search) runs on unconstrained variables; with domains (box, simplex,
+ball, nonnegativity) it switches to projected Adam, or projected gradient with backtracking when
+chosen. General constraints are refused: this backend cannot honour them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from optlang.analysis import Form
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.common import finite, init_tensors, project_all_, to_numpy
+from optlang.problem import SmoothProblem
+
+
+@dataclass
+class GDOptions:
+    """method: auto (L-BFGS when unconstrained, else projected Adam) | lbfgs | adam | pgd."""
+
+    method: str = "auto"
+    lr: float = 0.05
+    max_iter: int = 5000
+    tol: float = 1e-7
+    restarts: int = 1
+    polish_iter: int = 500  # float64 iterations after a float32 run (0: none)
+
+
+class GD(Backend):
+    name = "gd"
+    kinds = frozenset({"smooth"})
+    summary = "projected L-BFGS / Adam in torch (local optimum; box, simplex, ball, nonnegativity)"
+    priority = 60
+    Options = GDOptions
+
+    def refuse(self, form: Form) -> str | None:
+        base = super().refuse(form)
+        if base:
+            return base
+        if form.constraints:
+            return (
+                f"cannot honour general constraints ({'; '.join(form.constraints)}); only variable domains "
+                "are projected"
+            )
+        return None
+
+    def solve(self, problem: SmoothProblem, options: GDOptions, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+        method = options.method
+        if method not in ("auto", "lbfgs", "adam", "pgd"):
+            from optlang.errors import OptionError
+
+            raise OptionError("method", f"unknown method '{method}'", hint="auto, lbfgs, adam or pgd")
+        constrained = any(v.domain.kind != "free" for v in problem.variables)
+        if method == "auto":
+            method = "pgd" if constrained else "lbfgs"
+        if method == "lbfgs" and constrained:
+            method = "pgd"
+        f = problem.objective.compile(ctx.device, ctx.dtype)
+        max_iter = ctx.max_iter or options.max_iter
+        tol = ctx.tol or options.tol
+        best: dict | None = None
+        best_val = float("inf")
+        total_iters = 0
+        status = Status.CONVERGED
+        for r in range(max(1, options.restarts)):
+            ctx_seed = ctx.seed + r
+            g = torch.Generator().manual_seed(ctx_seed)
+            x = init_tensors(problem.variables, ctx)
+            if r:
+                with torch.no_grad():
+                    for t in x.values():
+                        t.add_(0.5 * torch.randn(t.shape, generator=g).to(t))
+                project_all_(problem.variables, x)
+            if method == "lbfgs":
+                st, iters, val = self._lbfgs(f, x, max_iter, tol, ctx)
+            else:
+                st, iters, val = self._first_order(f, x, problem, method, options.lr, max_iter, tol, ctx)
+            if ctx.dtype != torch.float64 and st != Status.DIVERGED and not ctx.should_stop():
+                # float32 cannot resolve the last digits of f: polish in float64 from the float32 point
+                f64 = problem.objective.compile(ctx.device, torch.float64)
+                x = {k: t.detach().to(torch.float64).requires_grad_(True) for k, t in x.items()}
+                if method == "lbfgs":
+                    st, more, val = self._lbfgs(f64, x, options.polish_iter, tol, ctx)
+                else:
+                    st, more, val = self._first_order(f64, x, problem, "pgd", options.lr, options.polish_iter, tol, ctx)
+                iters += more
+            total_iters += iters
+            if st == Status.DIVERGED and best is not None:
+                continue
+            if val < best_val or best is None:
+                best_val, best, status = val, to_numpy(x), st
+            if ctx.should_stop():
+                break
+        assert best is not None
+        return RawSolution(
+            status=status, values=best, objective=best_val, iterations=total_iters, info={"method": method}
+        )
+
+    def _lbfgs(self, f, x, max_iter, tol, ctx):
+        params = list(x.values())
+        opt = torch.optim.LBFGS(
+            params,
+            lr=1.0,
+            max_iter=20,
+            history_size=20,
+            line_search_fn="strong_wolfe",
+            tolerance_grad=tol,
+            tolerance_change=1e-12,
+        )
+
+        def closure():
+            opt.zero_grad()
+            loss = f(x)
+            loss.backward()
+            return loss
+
+        prev = float("inf")
+        it = 0
+        best_state = [p.detach().clone() for p in params]
+        best = float("inf")
+        for it in range(1, max(1, max_iter // 20) + 1):
+            loss = float(opt.step(closure).detach())
+            if not finite(loss):
+                with torch.no_grad():
+                    for p, b in zip(params, best_state, strict=True):
+                        p.copy_(b)
+                return Status.DIVERGED, it * 20, best
+            if loss < best:
+                best = loss
+                best_state = [p.detach().clone() for p in params]
+            ctx.report(loss)
+            gnorm = max(float(p.grad.abs().max()) if p.grad is not None else 0.0 for p in params)
+            if gnorm <= tol or abs(prev - loss) <= 1e-12 * max(1.0, abs(loss)):
+                return Status.CONVERGED, it * 20, float(f(x).detach())
+            prev = loss
+            if ctx.should_stop():
+                return ctx.stop_status(), it * 20, loss
+        return Status.ITERATION_LIMIT, it * 20, float(f(x).detach())
+
+    def _first_order(self, f, x, problem, method, lr, max_iter, tol, ctx):
+        params = list(x.values())
+        opt = torch.optim.Adam(params, lr=lr) if method == "adam" else None
+        step = lr
+        best = float("inf")
+        best_state = [p.detach().clone() for p in params]
+        val = float("inf")
+        for it in range(1, max_iter + 1):
+            for p in params:
+                p.grad = None
+            loss = f(x)
+            if not finite(loss):
+                with torch.no_grad():
+                    for p, b in zip(params, best_state, strict=True):
+                        p.copy_(b)
+                return Status.DIVERGED, it, best
+            loss.backward()
+            val = float(loss.detach())
+            if val < best:
+                best = val
+                best_state = [p.detach().clone() for p in params]
+            old = [p.detach().clone() for p in params]
+            if opt is not None:
+                opt.step()
+                project_all_(problem.variables, x)
+            else:  # projected gradient with backtracking (Armijo on the projected step)
+                grads = [p.grad.detach().clone() for p in params]
+                step = min(step * 2.0, 1e6)
+                while True:
+                    with torch.no_grad():
+                        for p, o, g in zip(params, old, grads, strict=True):
+                            p.copy_(o - step * g)
+                    project_all_(problem.variables, x)
+                    with torch.no_grad():
+                        new = float(f(x))
+                        moved = sum(float(((p - o) ** 2).sum()) for p, o in zip(params, old, strict=True))
+                    if new <= val - 0.5 / step * moved or step < 1e-12:
+                        break
+                    step *= 0.5
+            with torch.no_grad():
+                moved = max(float((p - o).abs().max()) for p, o in zip(params, old, strict=True))
+            if it % 10 == 0:
+                ctx.report(val)
+            scale = max(1.0, max(float(p.detach().abs().max()) for p in params))
+            if moved <= tol * scale:
+                return Status.CONVERGED, it, float(f(x).detach())
+            if ctx.should_stop():
+                return ctx.stop_status(), it, float(f(x).detach())
+        with torch.no_grad():
+            final = float(f(x))
+        if final > best:
+            with torch.no_grad():
+                for p, b in zip(params, best_state, strict=True):
+                    p.copy_(b)
+            final = best
+        return Status.ITERATION_LIMIT, max_iter, final
