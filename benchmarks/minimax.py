@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optlang.backends.base import RunContext  # noqa: E402
 from optlang.backends.minimax.adasgda import AdaSGDA, AdaSGDARule  # noqa: E402
-from optlang.backends.minimax.gda import GDA, FixedStepGDA, LoopSettings, minimax_loop  # noqa: E402
+from optlang.backends.minimax.gda import GDA, FixedStepGDA  # noqa: E402
+from optlang.backends.minimax.loop import LoopSettings, minimax_loop  # noqa: E402
 from optlang.backends.minimax.stationarity import stationarity_report  # noqa: E402
 from optlang.problem import Domain, MinimaxProblem, TorchFunction, Variable  # noqa: E402
 

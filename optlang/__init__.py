@@ -4,9 +4,8 @@ Public API: load, parse, Model, Result, Status, OptlangError (and its subclasses
 """
 
 from optlang.api import Model, SolveError, load, parse
-from optlang.backends.base import Status
 from optlang.errors import OptlangError
-from optlang.result import Result
+from optlang.result import Result, Status
 
 __version__ = "0.1.0"
 __all__ = ["load", "parse", "Model", "Result", "Status", "OptlangError", "SolveError", "__version__"]

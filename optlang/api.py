@@ -141,7 +141,7 @@ class Model:
     def latex(self) -> str:
         from optlang.latex import model_latex
 
-        return model_latex(self)
+        return model_latex(self.ir)
 
     def solve(
         self,
@@ -211,7 +211,8 @@ class Model:
         if not raw.history and ctx.history:
             raw.history = list(ctx.history)
         return verify(
-            self,
+            self.ir,
+            self.form,
             compiled,
             raw,
             the_plan,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from optlang.ir.nodes import Const, Node, Op, Var
 
 if TYPE_CHECKING:
-    from optlang.api import Model
+    from optlang.ir.model import ModelIR
 
 _FUNCS = {
     "sum": r"\textstyle\sum",
@@ -68,9 +68,8 @@ def _p(n: Node, s: str) -> str:
     return f"\\left({s}\\right)" if isinstance(n, Op) and n.atom in ("add", "sub") else s
 
 
-def model_latex(model: Model) -> str:
-    """The model as LaTeX: objective, constraints and domains."""
-    ir = model.ir
+def model_latex(ir: ModelIR) -> str:
+    """The model (its IR) as LaTeX: objective, constraints and domains."""
     o = ir.objective
     lines = []
     if o.form in ("minimize", "maximize"):

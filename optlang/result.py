@@ -9,11 +9,28 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from optlang.backends.base import Status
+
+class Status(StrEnum):
+    """How a solve ended. `has_solution` says whether `values` hold a usable point."""
+
+    OPTIMAL = "optimal"  # proven optimal (closed tree, exact enumeration, convex solver optimum)
+    CONVERGED = "converged"  # stationarity / tolerance criteria met (no global certificate)
+    FEASIBLE = "feasible"  # a solution, no convergence claim (heuristics at their own stop)
+    TIME_LIMIT = "time_limit"  # stopped by the time limit; best solution returned
+    ITERATION_LIMIT = "iteration_limit"  # stopped by the iteration/node limit; best solution returned
+    INTERRUPTED = "interrupted"  # Ctrl-C; best solution returned
+    DIVERGED = "diverged"  # NaN/inf or blow-up; the best iterate before it is returned
+    INFEASIBLE = "infeasible"  # proven infeasible
+    ERROR = "error"  # the backend failed; no solution
+
+    @property
+    def has_solution(self) -> bool:
+        return self not in (Status.INFEASIBLE, Status.ERROR)
 
 
 @dataclass(frozen=True)
@@ -81,7 +98,7 @@ class Result:
             "seed": self.seed,
             "model": self.model,
             "backend_objective": _num(self.backend_objective),
-            "info": _jsonable(self.info),
+            "info": jsonable(self.info),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -140,13 +157,14 @@ def _unnum(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """obj with numpy values as Python ones, non-finite floats as "nan"/"inf" strings, anything else str()."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
+        return jsonable(obj.tolist())
     if isinstance(obj, (np.floating, float)):
         return _num(float(obj))
     if isinstance(obj, (np.integer,)):

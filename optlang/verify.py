@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from optlang.backends.base import RawSolution, RunContext, Status
+from optlang.backends.base import RawSolution, RunContext
 from optlang.compiler import Compiled
 from optlang.ir.evaluate import evaluate_np
 from optlang.planner import Plan
-from optlang.result import Check, Result
+from optlang.result import Check, Result, Status
 
 if TYPE_CHECKING:
-    from optlang.api import Model
+    from optlang.analysis import Form
+    from optlang.ir.model import ModelIR
 
 
 def robust_mean(losses: np.ndarray, kind: str, radius: float) -> float:
@@ -50,7 +51,8 @@ def robust_mean(losses: np.ndarray, kind: str, radius: float) -> float:
 
 
 def verify(
-    model: Model,
+    ir: ModelIR,
+    form: Form,
     compiled: Compiled,
     raw: RawSolution,
     plan: Plan,
@@ -58,7 +60,7 @@ def verify(
     timing: dict[str, float],
     ctx: RunContext,
 ) -> Result:
-    kind = model.kind
+    kind = form.kind
     checks: list[Check] = [Check(k, bool(v[0]), str(v[1])) for k, v in raw.checks.items()]
     info = dict(raw.info)
     values: dict[str, np.ndarray] = {}
@@ -70,18 +72,18 @@ def verify(
         finite = all(np.all(np.isfinite(v)) for v in values.values())
         if not finite and status != Status.DIVERGED:
             status = Status.DIVERGED
-        checks += _domain_checks(model, values)
+        checks += _domain_checks(ir, values)
         if kind in ("ising", "maxcut"):
-            objective, extra = _discrete_objective(model, compiled, values, raw)
+            objective, extra = _discrete_objective(ir, kind, compiled, values, raw)
             checks += extra
         elif finite:
-            objective, extra = _continuous_objective(model, compiled, values, info, raw.objective)
+            objective, extra = _continuous_objective(ir, compiled, values, info, raw.objective)
             checks += extra
         if raw.bound is not None and math.isfinite(raw.bound):
             bound = compiled.sign * raw.bound + compiled.offset
             if objective is not None:
                 tol = 1e-6 * max(1.0, abs(objective))
-                ok = objective >= bound - tol if model.form.sense == "minimize" else objective <= bound + tol
+                ok = objective >= bound - tol if form.sense == "minimize" else objective <= bound + tol
                 checks.append(Check("bound_valid", ok, f"bound {bound:.10g} vs objective {objective:.10g}"))
     gap = None
     if bound is not None and objective is not None:
@@ -100,7 +102,7 @@ def verify(
         values=values,
         backend=backend,
         kind=kind,
-        sense=model.form.sense,
+        sense=form.sense,
         bound=bound,
         gap=gap,
         plan=plan.explain(),
@@ -110,15 +112,15 @@ def verify(
         checks=tuple(checks),
         device=ctx.device,
         seed=ctx.seed,
-        model=model.name,
+        model=ir.name,
         backend_objective=None if raw.objective is None else compiled.sign * raw.objective + compiled.offset,
         info=info,
     )
 
 
-def _domain_checks(model: Model, values: dict[str, np.ndarray]) -> list[Check]:
+def _domain_checks(ir: ModelIR, values: dict[str, np.ndarray]) -> list[Check]:
     out = []
-    for name, v in model.ir.variables.items():
+    for name, v in ir.variables.items():
         if name not in values:
             continue
         x = values[name]
@@ -135,11 +137,10 @@ def _domain_checks(model: Model, values: dict[str, np.ndarray]) -> list[Check]:
 
 
 def _discrete_objective(
-    model: Model, compiled: Compiled, values: dict[str, np.ndarray], raw: RawSolution
+    ir: ModelIR, kind: str, compiled: Compiled, values: dict[str, np.ndarray], raw: RawSolution
 ) -> tuple[float, list[Check]]:
-    ir = model.ir
     checks = []
-    if model.kind == "maxcut":
+    if kind == "maxcut":
         W = ir.graphs[ir.objective.graph or ""].W
         s = values["s"]
         objective = float((W.sum() / 2.0 - s @ (W @ s) / 2.0) / 2.0)
@@ -158,9 +159,8 @@ def _discrete_objective(
 
 
 def _continuous_objective(
-    model: Model, compiled: Compiled, values: dict[str, np.ndarray], info: dict[str, Any], raw_objective: float | None
+    ir: ModelIR, compiled: Compiled, values: dict[str, np.ndarray], info: dict[str, Any], raw_objective: float | None
 ) -> tuple[float | None, list[Check]]:
-    ir = model.ir
     obj = ir.objective
     checks: list[Check] = []
     objective: float | None = None
@@ -182,7 +182,7 @@ def _continuous_objective(
         else:
             # region radii (target_conditional) and transport costs (wasserstein) follow TC-DRO's
             # documented defaults, recomputed here in float64 whichever backend produced the point
-            from optlang.backends.dro.tcdro import solution_report
+            from optlang.backends.dro.report import solution_report
 
             objective, _, _ = solution_report(compiled.problem, values)  # type: ignore[arg-type]
             objective = float(objective)

@@ -14,8 +14,9 @@ import torch
 
 from optlang.analysis import Form, VarInfo
 from optlang.backends.base import RunContext, Status
+from optlang.backends.bilevel.oracle import StallTest, auto_batch
 from optlang.backends.bilevel.penalty import Penalty
-from optlang.backends.bilevel.sdbpg import SDBPG, StallTest, auto_batch
+from optlang.backends.bilevel.sdbpg import SDBPG
 from optlang.errors import OptionError
 from optlang.problem import BilevelProblem, Domain, TorchFunction, Variable
 

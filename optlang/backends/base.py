@@ -16,36 +16,18 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from optlang.errors import OptionError
+from optlang.result import Status  # re-exported: backends import it with the rest of their API from here
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
     from optlang.problem import Problem
 
 log = logging.getLogger("optlang")
-
-
-class Status(StrEnum):
-    """How a solve ended. `has_solution` says whether `values` hold a usable point."""
-
-    OPTIMAL = "optimal"  # proven optimal (closed tree, exact enumeration, convex solver optimum)
-    CONVERGED = "converged"  # stationarity / tolerance criteria met (no global certificate)
-    FEASIBLE = "feasible"  # a solution, no convergence claim (heuristics at their own stop)
-    TIME_LIMIT = "time_limit"  # stopped by the time limit; best solution returned
-    ITERATION_LIMIT = "iteration_limit"  # stopped by the iteration/node limit; best solution returned
-    INTERRUPTED = "interrupted"  # Ctrl-C; best solution returned
-    DIVERGED = "diverged"  # NaN/inf or blow-up; the best iterate before it is returned
-    INFEASIBLE = "infeasible"  # proven infeasible
-    ERROR = "error"  # the backend failed; no solution
-
-    @property
-    def has_solution(self) -> bool:
-        return self not in (Status.INFEASIBLE, Status.ERROR)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Torch helpers shared by the continuous backends: variable tensors and domain projections."""
+"""Helpers shared across problem kinds: variable tensors and domain projections (torch), option choices."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from optlang.backends.base import RunContext
+from optlang.errors import OptionError
 from optlang.problem import Domain, Variable
 
 
@@ -66,3 +67,9 @@ def finite(*xs: torch.Tensor | float) -> bool:
         elif not np.isfinite(x):
             return False
     return True
+
+
+def check_choice(backend: str, key: str, value: str, choices: tuple[str, ...]) -> None:
+    """Reject an option value outside its documented choices, naming them."""
+    if value not in choices:
+        raise OptionError(key, f"option '{key}' of '{backend}' must be one of {', '.join(choices)}, got {value!r}")

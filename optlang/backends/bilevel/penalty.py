@@ -15,14 +15,13 @@ from typing import Any
 import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.bilevel.sdbpg import (
+from optlang.backends.bilevel.oracle import (
     BLOWUP,
     FLOOR_CAP,
     FlatVars,
     Oracle,
     StallTest,
     Tracer,
-    _jsonable,
     certificate,
     lipschitz,
     make_generator,
@@ -30,6 +29,7 @@ from optlang.backends.bilevel.sdbpg import (
     refuse_bilevel,
 )
 from optlang.problem import BilevelProblem
+from optlang.result import jsonable
 
 # stage rule for stochastic levels, chosen for this baseline on held-out regressions (docs/backends/sdbpg.md)
 PATIENCE_STOCHASTIC = 10
@@ -358,6 +358,6 @@ class _PenaltyRun:
             bound=None,
             iterations=self.t,
             history=list(self.ctx.history),
-            info=_jsonable(info),
+            info=jsonable(info),
             checks=checks,
         )

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.common import check_choice
 from optlang.backends.dro.common import RADIUS_RULES, REGION_SCHEMES, REGION_WEIGHTS, Regions
-from optlang.backends.dro.tcdro import base_divergence, check_choice, problem_regions, resolve_mix, solution_report
+from optlang.backends.dro.report import base_divergence, problem_regions, resolve_mix, solution_report
 from optlang.problem import DROProblem, Variable
 
 MAX_SAMPLES = 100_000

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.dro.tcdro import check_choice, solution_report
+from optlang.backends.common import check_choice
+from optlang.backends.dro.report import solution_report
 from optlang.problem import DROProblem
 
 

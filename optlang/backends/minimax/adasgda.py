@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext
-from optlang.backends.minimax.gda import LoopSettings, Oracle, Tensors, check_choice, minimax_loop, minimax_refusal
+from optlang.backends.common import check_choice
+from optlang.backends.minimax.loop import LoopSettings, Oracle, Tensors, minimax_loop, minimax_refusal
 from optlang.backends.minimax.stationarity import sq_norm
 from optlang.errors import OptionError
 from optlang.problem import MinimaxProblem
@@ -269,8 +270,8 @@ class AdaSGDA(Backend):
 
 def validate(options: Any, backend: str = "adasgda") -> None:
     """Reject option values outside their meaning (the types were checked by make_options)."""
-    check_choice("variant", options.variant, ("base", "vr"), backend)
-    check_choice("convex_concave", options.convex_concave, ("auto", "yes", "no"), backend)
+    check_choice(backend, "variant", options.variant, ("base", "vr"))
+    check_choice(backend, "convex_concave", options.convex_concave, ("auto", "yes", "no"))
     if options.c_x <= 0 or options.c_y <= 0:
         raise OptionError("c_x", f"'{backend}' step scales c_x and c_y must be positive")
     if options.r_eps <= 0 or options.ortho_until < 0 or options.ns_steps < 0 or options.ns_polish < 0:

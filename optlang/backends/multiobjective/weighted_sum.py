@@ -17,8 +17,7 @@ import numpy as np
 import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.multiobjective.metrics import directions, hypervolume, nondominated_mask
-from optlang.backends.multiobjective.paretom3 import (
+from optlang.backends.multiobjective.common import (
     Archive,
     BatchEval,
     ProjectedAdam,
@@ -31,6 +30,7 @@ from optlang.backends.multiobjective.paretom3 import (
     safe_grads,
     variable_scale,
 )
+from optlang.backends.multiobjective.metrics import directions, hypervolume, nondominated_mask
 from optlang.errors import OptionError
 from optlang.problem import MultiObjectiveProblem
 

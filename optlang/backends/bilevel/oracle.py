@@ -1,0 +1,324 @@
+"""What the bilevel backends share: the flat variable vector, the minibatch gradient oracle with its counters,
+curvature estimates, the end-of-phase stall test, the trace, the float64 certificate checks and the refusals.
+
+Used by `sdbpg` (the research method) and `penalty` (its baseline); formulas in docs/backends/sdbpg.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+import torch
+
+from optlang.backends.base import RunContext
+from optlang.backends.common import init_tensors, project
+from optlang.problem import BilevelProblem, TorchFunction, Variable
+
+FLOOR_CAP = 1e-2  # the dtype rounding floor never loosens the KKT test beyond 1% of ‖∇f‖
+
+BLOWUP = 1e12  # |f|, |g| or ‖x‖ beyond this (relative to the start) counts as divergence
+
+STALL_WINDOW = 10  # steps averaged by the stall test
+
+
+class FlatVars:
+    """The decision variables packed into one flat tensor, with per-variable views and projection."""
+
+    def __init__(self, variables: tuple[Variable, ...]) -> None:
+        self.variables = variables
+        self.slices: list[tuple[Variable, int, int]] = []
+        off = 0
+        for v in variables:
+            self.slices.append((v, off, off + v.size))
+            off += v.size
+        self.size = off
+        self.needs_projection = any(v.domain.kind != "free" for v in variables)
+
+    def unpack(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Views of the flat tensor shaped as each variable (gradients flow back to x)."""
+        return {v.name: x[a:b].reshape(v.shape) for v, a, b in self.slices}
+
+    def initial(self, ctx: RunContext) -> torch.Tensor:
+        """The seeded feasible starting point (torch_vars.init_tensors), flattened."""
+        ts = init_tensors(self.variables, ctx, requires_grad=False)
+        if not ts:
+            return torch.zeros(0, dtype=ctx.dtype, device=ctx.device)
+        return torch.cat([ts[v.name].reshape(-1) for v in self.variables]).clone()
+
+    @torch.no_grad()
+    def project_(self, x: torch.Tensor) -> torch.Tensor:
+        """Project x onto the product of the domains, in place; returns x."""
+        if self.needs_projection:
+            for v, a, b in self.slices:
+                if v.domain.kind != "free":
+                    x[a:b] = project(v.domain, x[a:b].reshape(v.shape)).reshape(-1)
+        return x
+
+    def to_numpy(self, x: torch.Tensor) -> dict[str, np.ndarray]:
+        xn = x.detach().to("cpu", torch.float64).numpy()
+        return {v.name: xn[a:b].reshape(v.shape).copy() for v, a, b in self.slices}
+
+
+def auto_batch(n: int | None, batch: int) -> int | None:
+    """Minibatch size for a sample axis of length n: None means full batch (deterministic)."""
+    if n is None:
+        return None
+    if batch < 0:
+        return None
+    if batch == 0:  # auto: full batch when small, else about 1% of the samples (at least 256)
+        if n <= 4096:
+            return None
+        batch = max(256, n // 100)
+    return None if batch >= n else int(batch)
+
+
+class Oracle:
+    """Gradients of one TorchFunction on independent seeded minibatches, counting every call.
+
+    `calls` counts gradient evaluations in minibatch units (a call on a batch of the configured size
+    is 1, a half batch 0.5, a full-batch or deterministic call 1); `samples` the per-sample
+    gradients they cost (the full sample-axis length for a full-batch call, 1 without a sample axis).
+    """
+
+    def __init__(self, fn: TorchFunction, flat: FlatVars, ctx: RunContext, batch: int, gen: torch.Generator) -> None:
+        self.fn = fn.compile(ctx.device, ctx.dtype)
+        self.n = fn.n_samples
+        self.batch = auto_batch(self.n, batch)
+        self.flat = flat
+        self.device = ctx.device
+        self.gen = gen
+        self.calls = 0.0
+        self.samples = 0
+
+    @property
+    def stochastic(self) -> bool:
+        return self.batch is not None
+
+    def draw(self, size: int | None = None) -> torch.Tensor | None:
+        """A fresh minibatch of sample indices (with replacement), or None for the full batch."""
+        if self.batch is None:
+            return None
+        return torch.randint(0, self.n, (size or self.batch,), generator=self.gen, device=self.device)
+
+    def grad(self, x: torch.Tensor, batch: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(value, gradient) at x on `batch`; counted."""
+        self.calls += 1.0 if batch is None or self.batch is None else len(batch) / self.batch
+        self.samples += len(batch) if batch is not None else (self.n or 1)
+        xr = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            val = self.fn(self.flat.unpack(xr), batch)
+            if val.requires_grad:
+                (gr,) = torch.autograd.grad(val, xr, allow_unused=True)
+            else:
+                gr = None
+        if gr is None:
+            gr = torch.zeros_like(xr)
+        return val.detach(), gr.detach()
+
+    def grad_halves(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(value, gradient, g₁, g₂) from two independent half batches: the mean is the usual minibatch
+        estimate at the cost of one batch, and ⟨g₁, g₂⟩-type products are unbiased (no variance term)."""
+        half = self.batch // 2
+        v1, g1 = self.grad(x, self.draw(half))
+        v2, g2 = self.grad(x, self.draw(half))
+        return 0.5 * (v1 + v2), 0.5 * (g1 + g2), g1, g2
+
+    @torch.no_grad()
+    def value(self, x: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+        return self.fn(self.flat.unpack(x), batch)
+
+    def hvp_norm(self, x: torch.Tensor, iters: int, gen: torch.Generator) -> float:
+        """Largest |eigenvalue| of the Hessian at x by power iteration on Hessian-vector products.
+
+        Uses one fixed minibatch (or the full batch); each product is counted as one gradient call.
+        """
+        batch = self.draw()
+        v = torch.randn(x.shape, generator=gen, device=x.device, dtype=x.dtype)
+        v = v / torch.clamp(torch.linalg.vector_norm(v), min=1e-30)
+        est = 0.0
+        xr = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            val = self.fn(self.flat.unpack(xr), batch)
+            if not val.requires_grad:
+                return 0.0
+            (gr,) = torch.autograd.grad(val, xr, create_graph=True, allow_unused=True)
+            if gr is None or not gr.requires_grad:
+                return 0.0
+            for _ in range(iters):
+                self.calls += 1
+                self.samples += len(batch) if batch is not None else (self.n or 1)
+                (hv,) = torch.autograd.grad(gr, xr, grad_outputs=v, retain_graph=True, allow_unused=True)
+                if hv is None:
+                    return 0.0
+                nrm = float(torch.linalg.vector_norm(hv))
+                if not math.isfinite(nrm) or nrm == 0.0:
+                    return est if math.isfinite(nrm) else float("nan")
+                est = nrm
+                v = hv.detach() / nrm
+        return est
+
+
+def make_generator(ctx: RunContext, offset: int) -> torch.Generator:
+    """A torch generator on ctx.device seeded from ctx.seed (offset keeps streams independent)."""
+    g = torch.Generator(device=ctx.device)
+    g.manual_seed(ctx.seed * 1_000_003 + offset)
+    return g
+
+
+def lipschitz(oracle: Oracle, x: torch.Tensor, iters: int, gen: torch.Generator) -> float:
+    """Curvature scale of one level at x (power iteration; a secant estimate when Hessians fail)."""
+    try:
+        est = oracle.hvp_norm(x, iters, gen)
+    except RuntimeError:  # a function torch cannot differentiate twice: use a gradient secant
+        batch = oracle.draw()
+        delta = torch.randn(x.shape, generator=gen, device=x.device, dtype=x.dtype)
+        delta = 1e-3 * delta * max(1.0, float(torch.linalg.vector_norm(x))) / float(torch.linalg.vector_norm(delta))
+        _, g0 = oracle.grad(x, batch)
+        _, g1 = oracle.grad(x + delta, batch)
+        est = float(torch.linalg.vector_norm(g1 - g0) / torch.linalg.vector_norm(delta))
+    return est if math.isfinite(est) else float("nan")
+
+
+def certificate(
+    problem: BilevelProblem,
+    flat: FlatVars,
+    x_np: dict[str, np.ndarray],
+    tol: float,
+    tol_g: float,
+    g0_norm: float,
+    floor: Any = lambda lam: 0.0,
+) -> tuple[dict[str, float], dict[str, tuple[bool, str]]]:
+    """Float64 full-batch f, g, ‖∇g‖, KKT residual and lower-level gap at the returned point.
+
+    The KKT residual is the projected-gradient norm of ∇f + λ̂∇g with the least-squares multiplier
+    λ̂ = max(0, −⟨∇f, ∇g⟩/‖∇g‖²); it does not trust the solver's own λ. `floor(λ̂)` is the
+    rounding floor of the precision the point was computed in (float32 iterates cannot do better).
+    """
+    dev, dt = "cpu", torch.float64
+    x = torch.cat([torch.as_tensor(x_np[v.name], dtype=dt).reshape(-1) for v in flat.variables])
+    out: dict[str, float] = {}
+    grads = []
+    for key, fn in (("f", problem.upper), ("g", problem.lower)):
+        c = fn.compile(dev, dt)
+        xr = x.clone().requires_grad_(True)
+        val = c(flat.unpack(xr), None)
+        gr = torch.autograd.grad(val, xr, allow_unused=True)[0] if val.requires_grad else None
+        gr = torch.zeros_like(x) if gr is None else gr.detach()
+        out[key] = float(val.detach())
+        grads.append(gr)
+    gf, gg = grads
+    ng2 = float(gg @ gg)
+    lam = max(0.0, -float(gf @ gg) / ng2) if ng2 > 0 else 0.0
+    with torch.no_grad():
+        step = gf + lam * gg
+        xp = flat.project_(x - step) if flat.needs_projection else x - step
+        kkt = float(torch.linalg.vector_norm(x - xp))
+        # the lower level's own projected gradient (zero at a lower-level minimizer)
+        xq = flat.project_(x - gg) if flat.needs_projection else x - gg
+        pg_g = float(torch.linalg.vector_norm(x - xq))
+    out.update(
+        grad_g_norm=math.sqrt(ng2),
+        lower_pgrad=pg_g,
+        grad_f_norm=float(torch.linalg.vector_norm(gf)),
+        kkt_residual=kkt,
+        kkt_lambda=lam,
+    )
+    checks: dict[str, tuple[bool, str]] = {}
+    finite_ok = all(math.isfinite(v) for v in out.values())
+    checks["finite"] = (finite_ok, "f, g and gradients are finite in float64" if finite_ok else "non-finite values")
+    scale_g = max(1.0, g0_norm)
+    ok_g = pg_g <= tol_g * scale_g
+    detail = f"projected ‖∇g‖ = {pg_g:.3e} vs tol {tol_g * scale_g:.3e} (float64, full batch)"
+    checks["lower_stationary"] = (ok_g, detail)
+    if problem.lower_optimum is not None:
+        gap = out["g"] - float(problem.lower_optimum)
+        out["lower_gap"] = gap
+        gtol = tol_g * max(1.0, abs(float(problem.lower_optimum)), g0_norm)
+        checks["lower_gap"] = (gap <= gtol, f"g − g* = {gap:.3e} vs tol {gtol:.3e}")
+    scale_f = max(1.0, out["grad_f_norm"])
+    ktol = max(tol * scale_f, min(floor(lam), FLOOR_CAP * scale_f))
+    checks["kkt"] = (kkt <= ktol, f"KKT residual {kkt:.3e} vs tol {ktol:.3e} (λ̂ = {lam:.3g}, float64, full batch)")
+    return out, checks
+
+
+class Tracer:
+    """Sub-sampled trace rows (JSON-able) kept in RawSolution.info["trace"]."""
+
+    def __init__(self, max_points: int) -> None:
+        self.rows: list[dict[str, float]] = []
+        self.max_points = max(2, max_points)
+        self.stride = 1
+        self.count = 0
+
+    def add(self, row: dict[str, float]) -> None:
+        self.count += 1
+        if (self.count - 1) % self.stride == 0:
+            self.rows.append({k: float(v) for k, v in row.items()})
+            if len(self.rows) > self.max_points:  # halve the resolution, keep the ends
+                self.rows = self.rows[::2]
+                self.stride *= 2
+
+
+class StallTest:
+    """End-of-phase test of a continuation (shared by sdbpg and penalty), robust to minibatch noise.
+
+    It averages the last `STALL_WINDOW` estimates of r² = ‖E d‖²/scale² for the phase's step direction
+    d. With two independent half batches, ⟨d₁, d₂⟩ is unbiased for ‖E d‖²; the plain ‖d‖² keeps the
+    minibatch variance and never falls below the noise level at a stochastic resting point. The phase
+    has stalled, after `min_steps`, when √mean < `ratio` or the mean has not shrunk by 10 % for
+    `patience` steps.
+    """
+
+    def __init__(self, ratio: float, patience: int, min_steps: int) -> None:
+        self.ratio, self.patience, self.min_steps = ratio, patience, min_steps
+        self.window: deque[float] = deque(maxlen=STALL_WINDOW)
+        self.reset(0)
+
+    def reset(self, t: int) -> None:
+        """A new phase starts at step t."""
+        self.window.clear()
+        self.start, self.best, self.best_t, self.level = t, math.inf, t, math.inf
+
+    def update(self, t: int, r2: float) -> bool:
+        """Record step t's squared relative residual estimate; True when the phase has stalled."""
+        self.window.append(r2)
+        self.level = math.sqrt(max(sum(self.window) / len(self.window), 0.0))
+        if self.level < 0.9 * self.best:
+            self.best, self.best_t = self.level, t
+        if t - self.start < self.min_steps:
+            return False
+        return self.level < self.ratio or t - self.best_t >= self.patience
+
+
+def oracle_info(run: Any) -> dict[str, Any]:
+    """Lipschitz estimates, evaluation and sample counts, batch sizes and the trace of a bilevel run
+    (shared by sdbpg and penalty)."""
+    return {
+        "L_f": getattr(run, "Lf", float("nan")),
+        "L_g": getattr(run, "Lg", float("nan")),
+        "grad_evals": run.of.calls + run.og.calls,
+        "grad_evals_f": run.of.calls,
+        "grad_evals_g": run.og.calls,
+        "samples": run.of.samples + run.og.samples,
+        "batch_f": run.of.batch,
+        "batch_g": run.og.batch,
+        "trace": run.tracer.rows,
+    }
+
+
+def refuse_bilevel(form: Any, name: str) -> str | None:
+    """Shared refusals of the first-order bilevel backends (constraints, discrete variables)."""
+    if getattr(form, "constraints", ()):
+        return (
+            f"{name} honours only variable domains and the argmin constraint; this model has general "
+            f"constraints ({'; '.join(form.constraints)}) that it cannot enforce"
+        )
+    for v in getattr(form, "variables", ()):
+        if v.kind != "real":
+            return f"{name} needs real variables; '{v.name}' is {v.kind}"
+        if v.domain not in ("free", "box", "simplex", "ball"):
+            return f"{name} cannot project onto the domain '{v.domain}' of '{v.name}'"
+    return None

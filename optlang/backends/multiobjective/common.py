@@ -1,0 +1,269 @@
+"""What the multi-objective backends share: a batched evaluator of the objective vector, batched
+projections and starts, a projected Adam step, the archive of non-dominated evaluated points, the
+front summary and the refusals. Used by `paretom3` (the research method) and `weighted-sum` (its baseline).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from optlang.backends.base import RunContext
+from optlang.backends.common import project
+from optlang.backends.multiobjective.metrics import nondominated_mask
+from optlang.problem import MultiObjectiveProblem, Variable
+
+
+class BatchEval:
+    """Evaluates the objective vector (and optionally the preference) at B points at once.
+
+    Points are dicts name -> (B, *shape) tensors. torch.func.vmap is tried first; functions it cannot
+    trace fall back to a Python loop. `count` is the number of point evaluations done: one point
+    evaluation = the whole objective vector (plus the preference, which inlines it) at one point,
+    with or without its reverse-mode gradient.
+    """
+
+    def __init__(self, problem: MultiObjectiveProblem, ctx: RunContext, with_preference: bool) -> None:
+        fns = [f.compile(ctx.device, ctx.dtype) for _, f in problem.objectives]
+        if with_preference and problem.preference is not None:
+            fns.append(problem.preference.compile(ctx.device, ctx.dtype))
+        self.fns = fns
+        self.device = str(ctx.device)
+        self.vmap_ok: bool | None = None
+        self.count = 0
+
+    def _one(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.stack([f(values).reshape(()) for f in self.fns])
+
+    def __call__(self, X: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, k) tensor of [F_1, ..., F_m(, φ)] with the autograd graph kept."""
+        B = next(iter(X.values())).shape[0]
+        self.count += B
+        if B == 1:  # no batching overhead for a single point
+            return self._one({k: v[0] for k, v in X.items()}).unsqueeze(0)
+        if self.vmap_ok is not False and (B > 8 or self.device != "cpu"):  # vmap pays off on many points
+            try:
+                out = torch.func.vmap(self._one)(X)
+                self.vmap_ok = True
+                return out
+            except Exception:  # a function vmap cannot trace (data-dependent control flow, .item())
+                self.vmap_ok = False
+        return torch.stack([self._one({k: v[b] for k, v in X.items()}) for b in range(B)])
+
+
+def batched_project_(variables: tuple[Variable, ...], X: dict[str, torch.Tensor]) -> None:
+    """Project every instance of every variable onto its domain, in place."""
+    with torch.no_grad():
+        for v in variables:
+            t = X[v.name]
+            if v.domain.kind == "free":
+                continue
+            if v.domain.kind == "box":
+                t.copy_(project(v.domain, t))
+            else:  # ball / simplex act on a whole instance
+                for b in range(t.shape[0]):
+                    t[b].copy_(project(v.domain, t[b]))
+
+
+def variable_scale(v: Variable, x0: torch.Tensor) -> float:
+    """The length unit of a variable's steps: the box width, the ball radius, or max(1, |x0|∞)."""
+    d = v.domain
+    if d.kind == "box" and np.isfinite(d.lo) and np.isfinite(d.hi):
+        return float(d.hi - d.lo)
+    if d.kind == "ball":
+        return float(d.radius)
+    if d.kind == "simplex":
+        return 1.0
+    return max(1.0, float(x0.detach().abs().max()))
+
+
+def batched_init(variables: tuple[Variable, ...], B: int, ctx: RunContext, offset: int = 0) -> dict[str, torch.Tensor]:
+    """B seeded feasible starts per variable (instance 0 uses the variable's `init` when given)."""
+    out: dict[str, torch.Tensor] = {}
+    rng = np.random.default_rng([ctx.seed, 7919 + offset])
+    for v in variables:
+        rows = []
+        for b in range(B):
+            if b == 0 and v.init is not None:
+                rows.append(v.initial(rng))
+            else:
+                free = Variable(v.name, v.shape, v.domain, None)
+                rows.append(free.initial(rng))
+        out[v.name] = torch.as_tensor(np.stack(rows), dtype=ctx.dtype, device=ctx.device).contiguous()
+    return out
+
+
+class ProjectedAdam:
+    """Adam on a dict of (B, ...) tensors with a per-variable step unit and a cosine-decayed rate."""
+
+    def __init__(self, X: dict[str, torch.Tensor], scales: dict[str, float], lr: float, betas=(0.9, 0.99)) -> None:
+        self.m = {k: torch.zeros_like(v) for k, v in X.items()}
+        self.v = {k: torch.zeros_like(v) for k, v in X.items()}
+        self.scales = scales
+        self.lr = lr
+        self.b1, self.b2 = betas
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self, X: dict[str, torch.Tensor], G: dict[str, torch.Tensor], factor: float) -> None:
+        self.t += 1
+        c1 = 1 - self.b1**self.t
+        c2 = 1 - self.b2**self.t
+        for k, g in G.items():
+            self.m[k].mul_(self.b1).add_(g, alpha=1 - self.b1)
+            self.v[k].mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
+            denom = (self.v[k] / c2).sqrt_().add_(1e-12)
+            X[k].sub_(self.lr * factor * self.scales[k] * (self.m[k] / c1) / denom)
+
+
+def cosine(k: int, total: int, final: float) -> float:
+    """Cosine decay from 1 to `final` over `total` steps."""
+    s = min(1.0, k / max(1, total))
+    return final + (1 - final) * 0.5 * (1 + math.cos(math.pi * s))
+
+
+def safe_grads(
+    loss: torch.Tensor, X: dict[str, torch.Tensor], retain: bool = False
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Gradients of a scalar loss w.r.t. the batch, and a (B,) mask of instances whose gradient is finite."""
+    names = list(X)
+    gs = torch.autograd.grad(loss, [X[k] for k in names], retain_graph=retain, allow_unused=True)
+    out = {}
+    ok = None
+    for k, g in zip(names, gs, strict=True):
+        g = torch.zeros_like(X[k]) if g is None else g
+        fin = torch.isfinite(g).reshape(g.shape[0], -1).all(1)
+        ok = fin if ok is None else ok & fin
+        out[k] = g
+    return out, ok
+
+
+def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torch.Tensor, delta: float) -> dict:
+    """Copies of the points moved a relative `delta` toward the domain's interior (for the bad instances).
+
+    Used where a gradient is infinite on the boundary (e.g. sqrt at 0, as in ZDT1 at x₁ = 0).
+    """
+    out = {}
+    for v in variables:
+        t = X[v.name].detach().clone()
+        d = v.domain
+        if d.kind == "box":
+            lo = d.lo if np.isfinite(d.lo) else None
+            hi = d.hi if np.isfinite(d.hi) else None
+            if lo is not None and hi is not None:
+                centre = torch.full_like(t, 0.5 * (lo + hi))
+                moved = t + delta * (centre - t)
+            else:
+                base = lo if lo is not None else hi
+                moved = t + delta * (1.0 if lo is not None else -1.0) * (1.0 + abs(base))
+        elif d.kind == "simplex":
+            moved = (1 - delta) * t + delta / t[0].numel()
+        elif d.kind == "ball":
+            moved = (1 - delta) * t
+        else:
+            moved = t + delta * (1.0 + t.abs())
+        sel = bad.reshape(-1, *([1] * (t.dim() - 1)))
+        out[v.name] = torch.where(sel, moved, t).requires_grad_(True)
+    return out
+
+
+class Archive:
+    """The non-dominated objective vectors (and their points, while small) of every evaluated iterate.
+
+    Kept incrementally: each batch is merged with the current front and filtered, so memory follows
+    the front's size, not the number of evaluations.
+    """
+
+    def __init__(self, max_floats: int = 20_000_000) -> None:
+        self.F = np.zeros((0, 0))
+        self.X: dict[str, np.ndarray] | None = None
+        self.max_floats = max_floats
+        self.keep_points = True
+        self.seen = 0
+
+    def add(self, F: torch.Tensor, X: dict[str, torch.Tensor]) -> None:
+        Fn = F.detach().to("cpu", torch.float64).numpy()
+        ok = np.all(np.isfinite(Fn), axis=1)
+        if not ok.any():
+            return
+        self.seen += int(ok.sum())
+        Fn = Fn[ok]
+        Xn = {k: v.detach().to("cpu", torch.float64).numpy()[ok] for k, v in X.items()} if self.keep_points else None
+        if self.F.size == 0:
+            allF, allX = Fn, Xn
+        else:
+            allF = np.concatenate([self.F, Fn])
+            allX = (
+                {k: np.concatenate([self.X[k], Xn[k]]) for k in Xn} if (Xn is not None and self.X is not None) else None
+            )
+        mask = nondominated_mask(allF)
+        self.F = allF[mask]
+        if allX is not None:
+            self.X = {k: v[mask] for k, v in allX.items()}
+            if sum(v.size for v in self.X.values()) > self.max_floats:
+                self.keep_points, self.X = False, None
+        else:
+            self.X = None
+
+    def all(self) -> np.ndarray:
+        """The non-dominated objective vectors seen so far (every seen point is dominated by or equal to one)."""
+        return self.F
+
+    def front(self) -> tuple[np.ndarray, list[dict[str, np.ndarray]] | None]:
+        """Non-dominated objective vectors seen, with their points when kept."""
+        if self.X is None:
+            return self.F, None
+        return self.F, [{k: v[i] for k, v in self.X.items()} for i in range(self.F.shape[0])]
+
+
+def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
+    """Indices of at most k front points, spread by greedy farthest-point selection (extremes first)."""
+    n = F.shape[0]
+    if n <= k:
+        return np.arange(n)
+    span = F.max(0) - F.min(0)
+    Z = (F - F.min(0)) / np.where(span > 0, span, 1.0)
+    chosen = list(dict.fromkeys(int(i) for i in np.argmin(Z, axis=0)))
+    d = np.min(((Z[:, None, :] - Z[chosen][None, :, :]) ** 2).sum(-1), axis=1)
+    while len(chosen) < k:
+        i = int(np.argmax(d))
+        chosen.append(i)
+        d = np.minimum(d, ((Z - Z[i]) ** 2).sum(-1))
+    return np.sort(np.asarray(chosen))
+
+
+def front_info(
+    names: list[str], F: np.ndarray, pts: list[dict[str, np.ndarray]] | None, k: int
+) -> list[dict[str, Any]]:
+    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}]."""
+    out = []
+    for i in subsample_front(F, k):
+        row: dict[str, Any] = {"objectives": {n: float(F[i, j]) for j, n in enumerate(names)}}
+        if pts is not None:
+            row["values"] = {v: np.asarray(a).tolist() for v, a in pts[i].items()}
+        out.append(row)
+    return out
+
+
+def hv_reference(F: np.ndarray) -> np.ndarray:
+    """The hypervolume reference point used in reports: nadir + 10% of the front's range."""
+    lo, hi = F.min(0), F.max(0)
+    return hi + 0.1 * np.where(hi > lo, hi - lo, 1.0)
+
+
+def refuse_multiobjective(form: Any, kinds: frozenset[str]) -> str | None:
+    """The refusals shared by the multi-objective backends (kind, constraints, discrete variables)."""
+    if form.kind not in kinds:
+        return f"solves multiobjective problems, not {form.kind}"
+    if form.constraints:
+        return (
+            "cannot honour general constraints (" + "; ".join(form.constraints) + "): only variable domains "
+            "(box, simplex, ball) are projected on"
+        )
+    discrete = [v.name for v in form.variables if v.kind != "real"]
+    if discrete:
+        return f"needs continuous variables, but {', '.join(discrete)} are discrete"
+    return None
