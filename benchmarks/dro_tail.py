@@ -51,8 +51,8 @@ from benchmarks.dro_problems import (  # noqa: E402
     random_features,
     ridge_dro_problem,
 )
-from optlang import metrics  # noqa: E402
 from optlang.backends.base import RunContext  # noqa: E402
+from optlang.backends.dro import metrics  # noqa: E402
 from optlang.backends.dro.erm import ERM  # noqa: E402
 from optlang.backends.dro.tcdro import TCDRO  # noqa: E402
 from optlang.problem import Ambiguity  # noqa: E402

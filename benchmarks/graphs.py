@@ -1,7 +1,8 @@
 """Graphs for training, tests and benchmarks: seeded generators and the Gset reader.
 
 Families: Erdős–Rényi (unit or ±1 weights), random d-regular, 2-D torus with ±1 weights.
-Gset files are read by `optlang.backends.ising.ops.read_gset`.
+Gset files are read by `read_gset`, which is the language's own reader (optlang.data, what
+`load("G1.txt")` in a model uses), so benchmarks and models see the same matrix.
 All return symmetric scipy CSR float64 with zero diagonal.
 """
 
@@ -63,6 +64,14 @@ def generate(family: str, n: int, rng: np.random.Generator) -> sp.csr_matrix:
         r = max(3, int(round(np.sqrt(n))))
         return torus(r, max(3, n // r), rng)
     raise ValueError(f"unknown graph family {family!r}; known: {', '.join(FAMILIES)}")
+
+
+def read_gset(path: str | Path) -> sp.csr_matrix:
+    """A Gset / rudy edge list ("n m", then m lines "i j [w]", 1-based) → symmetric weights W (CSR)."""
+    from optlang.data import load
+
+    p = Path(path)
+    return load(str(p), p.parent, None, kind="graph").W
 
 
 def shared_data_dir() -> Path:

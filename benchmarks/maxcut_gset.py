@@ -21,8 +21,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.graphs import read_gset  # noqa: E402
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.ising.ops import cut_value, read_gset  # noqa: E402
+from optlang.backends.ising.ops import cut_value  # noqa: E402
 from optlang.problem import IsingProblem  # noqa: E402
 
 ALL = ["G1", "G2", "G3", "G11", "G14", "G15", "G22", "G35", "G43", "G48", "G55"]

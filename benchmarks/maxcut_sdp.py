@@ -26,9 +26,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.graphs import erdos_renyi, generate, shared_data_dir  # noqa: E402
+from benchmarks.graphs import erdos_renyi, generate, read_gset, shared_data_dir  # noqa: E402
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.ising.ops import read_gset  # noqa: E402
 from optlang.backends.maxcut.bnb import BnBOptions, BranchAndBound  # noqa: E402
 from optlang.backends.maxcut.bounds import dense_weights  # noqa: E402
 from optlang.backends.maxcut.proxy import (  # noqa: E402

@@ -23,7 +23,7 @@ class VarInfo:
 class Form:
     """The classification of a model: kind plus the structural facts backends decide on."""
 
-    kind: str  # one of problem.KINDS, or "general_bilevel" (classified, no backend yet)
+    kind: str  # ising maxcut bilevel minimax dro multiobjective smooth (one backends/ wing each), general_bilevel
     sense: str = "minimize"
     variables: tuple[VarInfo, ...] = ()
     n_scalar: int = 0  # total number of scalar decision values

@@ -497,7 +497,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m optlang.bench ...` and `python -m optlang.compare ...` without the full CLI."""
+    """`python -m optlang.bench bench ...` or `python -m optlang.bench compare ...`: both without the full CLI."""
     from optlang import compare
 
     parser = argparse.ArgumentParser(prog="optlang")

@@ -1,4 +1,6 @@
-"""The command line: `optlang check | plan | solve | compare | bench`. The only module that prints.
+"""The command line: `optlang check | plan | solve | compare | bench`.
+
+compare.py and bench.py add (and print for) their own subcommands; the rest prints only here.
 
 Exit codes (documented in docs/cli.md):
   0 success · 1 solved but no usable solution, or a certificate check failed · 2 usage error ·
@@ -85,14 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", default=None, help="write the result as JSON to this file")
     s.add_argument("--quiet", action="store_true", help="no progress display")
     s.set_defaults(func=cmd_solve)
-    for mod in ("optlang.compare", "optlang.bench"):
-        try:
-            module = __import__(mod, fromlist=["add_parser"])
-        except ImportError:
-            continue
-        add = getattr(module, "add_parser", None)
-        if add is not None:
-            add(sub)
+    from optlang import bench, compare  # a broken import here is a bug to see, not a subcommand to hide
+
+    compare.add_parser(sub)
+    bench.add_parser(sub)
     return p
 
 

@@ -349,9 +349,7 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
             if table and ir.tables[table].y is not None:
                 targets = ir.tables[table].y
         lin = _linear_residual(obj.expr)
-        linear = (
-            LinearResidual(lin[0], lin[1], lin[2], lin[3], lin[4] if lin[4] != "square" else "square") if lin else None
-        )
+        linear = LinearResidual(lin[0], lin[1], lin[2], lin[3], lin[4]) if lin else None
         if linear is not None and lin[4] not in ("square", "abs"):
             linear = None
         problem = DROProblem(variables, torch_function(obj.expr, per_sample=True), obj.ambiguity, n, targets, linear)

@@ -70,7 +70,6 @@ def plan(form: Form, backend: str = "auto", span: Span | None = None) -> Plan:
         cands.append(Candidate(name, reason is None, reason or b.summary, b.priority, b.auto))
     accepted = sorted((c for c in cands if c.accepted), key=lambda c: c.priority)
     refused = [c for c in cands if not c.accepted and form.kind in registry.get(c.name).kinds]
-    others = [c for c in cands if not c.accepted and form.kind not in registry.get(c.name).kinds]
     ordered = accepted + refused
     if backend in ("auto", "", None):
         auto = [c for c in accepted if c.auto]
@@ -102,5 +101,4 @@ def plan(form: Form, backend: str = "auto", span: Span | None = None) -> Plan:
             hint=("backends that can: " + ", ".join(c.name for c in accepted)) if accepted else None,
             code="E804",
         )
-    del others
     return Plan(form.kind, backend, ordered, form, forced=True)

@@ -14,9 +14,6 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-Kind = Literal["ising", "maxcut", "bilevel", "minimax", "dro", "multiobjective", "smooth"]
-KINDS: tuple[str, ...] = ("ising", "maxcut", "bilevel", "minimax", "dro", "multiobjective", "smooth")
-
 
 # ----------------------------------------------------------------------------- domains
 @dataclass(frozen=True)

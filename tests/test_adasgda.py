@@ -375,7 +375,7 @@ def test_options_and_refusals():
     assert "constraint" in b.refuse(Form(kind="minimax", constraints=("sum(x) <= 1",)))
     assert "real" in b.refuse(Form(kind="minimax", variables=(VarInfo("s", "spin", (3,)),)))
     assert b.refuse(Form(kind="smooth")) is not None
-    assert b.research and b.priority < GDA().priority
+    assert b.priority < GDA().priority
 
 
 @pytest.mark.gpu

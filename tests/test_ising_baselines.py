@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from benchmarks.graphs import read_gset
 from optlang.analysis import Form
 from optlang.backends.base import RunContext, Status
 from optlang.backends.ising import ops as io
@@ -90,7 +91,7 @@ def test_fields_energies_and_descent_reach_local_minima():
 def test_gset_reader_and_cut(tmp_path):
     f = tmp_path / "g.txt"
     f.write_text("4 4\n1 2 1\n2 3 1\n3 4 -1\n1 4 1\n")
-    W = io.read_gset(f)
+    W = read_gset(f)
     assert W.shape == (4, 4) and W.nnz == 8 and abs(W - W.T).sum() == 0
     s = np.array([1.0, -1.0, 1.0, -1.0])
     assert io.cut_value(W, s) == pytest.approx(1 + 1 - 1 + 1)

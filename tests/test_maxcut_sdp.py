@@ -280,8 +280,7 @@ def test_forward_stable_on_dense_and_hub_graphs(kind: str) -> None:
     """The unrolled steps neither collapse V on a dense unsigned graph (full Perron deflation) nor
     blow up on Gset G14, whose hubs leave a localized positive eigenvalue of the step operator above 2
     (the step is scaled by the power-iteration radius): forward bound within 3%."""
-    from benchmarks.graphs import shared_data_dir
-    from optlang.backends.ising.ops import read_gset
+    from benchmarks.graphs import read_gset, shared_data_dir
     from optlang.backends.maxcut.model import row_scale, step_radius
 
     if kind == "dense":

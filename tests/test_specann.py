@@ -185,4 +185,4 @@ def test_no_couplings_and_refusals():
     assert b.refuse(Form(kind="maxcut", n_spins=10**6)) is None
     assert "constraints" in b.refuse(Form(kind="ising", n_spins=5, constraints=("sum(s) == 0",)))
     assert b.refuse(Form(kind="bilevel")) is not None
-    assert SpecAnn.research and SpecAnn.priority == 10
+    assert SpecAnn.priority == 10

@@ -32,7 +32,6 @@ class AtomSpec:
     cvx: Callable[..., Any] | None = None
     infix: str = ""  # operator symbol when the atom is an operator
     user: bool = True  # callable by name from the language (operators are not)
-    smooth: bool = True  # differentiable almost everywhere with useful gradients
 
 
 ATOMS: dict[str, AtomSpec] = {}
@@ -276,12 +275,7 @@ def _cp() -> Any:
 
 
 def _cvx_mul(a: Any, b: Any) -> Any:
-    cp = _cp()
-    if isinstance(a, cp.Expression) and isinstance(b, cp.Expression):
-        if a.is_constant() or b.is_constant() or a.size == 1 or b.size == 1:
-            return cp.multiply(a, b)
-        return cp.multiply(a, b)  # DCP will reject non-affine products when the problem is built
-    return cp.multiply(a, b)
+    return _cp().multiply(a, b)  # DCP rejects non-affine products when the problem is built
 
 
 # ------------------------------------------------------------------ operators
@@ -300,7 +294,7 @@ _atom(
     "sub",
     (2, 2),
     lambda t, s, sp_: elementwise(t, s, sp_, "-"),
-    lambda a, b: _sum2(a, -b if not sp.issparse(b) else -b),
+    lambda a, b: _sum2(a, -b),
     lambda a, b: a - b,
     "a - b",
     cvx=lambda a, b: a - b,

@@ -69,7 +69,6 @@ class Penalty(Backend):
     name = "penalty"
     kinds = frozenset({"bilevel"})
     summary = "penalty continuation f + g/ε with L-BFGS or minibatch gradient inner solves (baseline)"
-    research = False
     priority = 60
     Options = PenaltyOptions
 

@@ -89,7 +89,6 @@ class SDBPG(Backend):
     name = "sdbpg"
     kinds = frozenset({"bilevel"})
     summary = "stochastic dynamic barrier perturbed gradient (SDBPG, PR-SDBPG, VR-PR-SDBPG) for x ∈ argmin g"
-    research = True
     priority = 10
     Options = SDBPGOptions
 

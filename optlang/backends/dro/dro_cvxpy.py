@@ -131,7 +131,6 @@ class DROCvxpy(Backend):
     name = "dro-cvxpy"
     kinds = frozenset({"dro"})
     summary = "exact convex reformulation of χ²/KL/Wasserstein/target-conditional DRO through cvxpy (Clarabel)"
-    research = False
     priority = 40
     Options = DROCvxpyOptions
 

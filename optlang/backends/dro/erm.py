@@ -35,7 +35,6 @@ class ERM(Backend):
     name = "erm"
     kinds = frozenset({"dro"})
     summary = "empirical risk minimization baseline: the plain mean loss, ambiguity set ignored"
-    research = False
     auto = False
     priority = 90
     Options = ERMOptions

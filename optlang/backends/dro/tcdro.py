@@ -52,7 +52,6 @@ class TCDRO(Backend):
     name = "tcdro"
     kinds = frozenset({"dro"})
     summary = "TC-DRO: per-target-region χ²/KL balls, radii growing in scarce regions; torch L-BFGS/Adam"
-    research = True
     priority = 10
     Options = TCDROOptions
 

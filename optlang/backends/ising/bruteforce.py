@@ -15,7 +15,6 @@ class BruteForce(Backend):
     name: ClassVar[str] = "bruteforce"
     kinds: ClassVar[frozenset[str]] = frozenset({"ising", "maxcut"})
     summary: ClassVar[str] = f"exact enumeration of every spin state (at most {BRUTE_FORCE_MAX_N} spins)"
-    research: ClassVar[bool] = False
     priority: ClassVar[int] = 60
 
     def refuse(self, form: Any) -> str | None:

@@ -36,7 +36,6 @@ class LocalSearch(Backend):
     name: ClassVar[str] = "localsearch"
     kinds: ClassVar[frozenset[str]] = frozenset({"ising", "maxcut"})
     summary: ClassVar[str] = "random-restart greedy 1-flip local search, batched over restarts"
-    research: ClassVar[bool] = False
     priority: ClassVar[int] = 70
     Options: ClassVar[type] = LocalSearchOptions
 

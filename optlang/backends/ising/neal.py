@@ -57,7 +57,6 @@ class Neal(Backend):
     name: ClassVar[str] = "neal"
     kinds: ClassVar[frozenset[str]] = frozenset({"ising", "maxcut"})
     summary: ClassVar[str] = "simulated annealing by dwave-samplers (the anchor SpecAnn is compared with)"
-    research: ClassVar[bool] = False
     auto: ClassVar[bool] = False
     priority: ClassVar[int] = 80
     Options: ClassVar[type] = NealOptions

@@ -1,5 +1,5 @@
 """Shared torch kernels for Ising/Max-Cut backends: sparse couplings, local fields, energies,
-batched 1-flip descent, exact enumeration and a Gset reader.
+batched 1-flip descent, exact enumeration, cut values and the refusals the Ising backends share.
 
 Conventions: E(s) = sᵀJs + hᵀs + c with J symmetric, zero diagonal (each pair counted twice).
 A batch of candidates is a dense (B, n) tensor of ±1 in the working dtype. Flipping spin i changes
@@ -13,7 +13,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -191,20 +190,6 @@ def brute_force_min(problem: IsingProblem) -> tuple[float, np.ndarray]:
     if len(H):
         s[H] = SH[best_hi]
     return best + float(problem.constant), s
-
-
-# ----------------------------------------------------------------------------- data
-def read_gset(path: str | Path) -> sp.csr_matrix:
-    """A Gset / rudy edge list ("n m", then m lines "i j w", 1-based) → symmetric weights W (CSR)."""
-    with open(path) as f:
-        header = f.readline().split()
-        n, m = int(header[0]), int(header[1])
-        data = np.loadtxt(f, dtype=np.float64, ndmin=2, max_rows=m)
-    i = data[:, 0].astype(np.int64) - 1
-    j = data[:, 1].astype(np.int64) - 1
-    w = data[:, 2] if data.shape[1] > 2 else np.ones(len(i))
-    W = sp.coo_matrix((np.concatenate([w, w]), (np.concatenate([i, j]), np.concatenate([j, i]))), shape=(n, n))
-    return W.tocsr()
 
 
 def cut_value(W: sp.csr_matrix, s: np.ndarray) -> float:

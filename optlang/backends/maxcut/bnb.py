@@ -187,7 +187,6 @@ class BranchAndBound(Backend):
     name: ClassVar[str] = "bnb"
     kinds: ClassVar[frozenset[str]] = frozenset({"maxcut", "ising"})
     summary: ClassVar[str] = "exact branch and bound on pair contractions, bounded by the GNN-SDP proxy"
-    research: ClassVar[bool] = True
     priority: ClassVar[int] = 30
     Options: ClassVar[type] = BnBOptions
 

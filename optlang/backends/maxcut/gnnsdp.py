@@ -107,7 +107,6 @@ class GNNSDP(Backend):
     name: ClassVar[str] = "gnnsdp"
     kinds: ClassVar[frozenset[str]] = frozenset({"maxcut", "ising"})
     summary: ClassVar[str] = "GNN-SDP proxy: learned Max-Cut SDP primal/dual, certified bound, GW rounding"
-    research: ClassVar[bool] = True
     priority: ClassVar[int] = 20
     Options: ClassVar[type] = GNNSDPOptions
 

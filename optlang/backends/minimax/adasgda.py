@@ -226,7 +226,6 @@ class AdaSGDA(Backend):
     name = "adasgda"
     kinds = frozenset({"minimax"})
     summary = "orthogonalized adaptive two-time-scale stochastic GDA (variant base | vr), parameter-free defaults"
-    research = True
     priority = 10
 
     @dataclass

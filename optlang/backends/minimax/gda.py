@@ -55,7 +55,6 @@ class GDA(Backend):
     name = "gda"
     kinds = frozenset({"minimax"})
     summary = "projected gradient descent-ascent with fixed steps lr_x, lr_y (baseline)"
-    research = False
     priority = 60
 
     @dataclass

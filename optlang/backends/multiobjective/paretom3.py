@@ -453,7 +453,6 @@ class ParetoM3(Backend):
     name = "paretom3"
     kinds = frozenset({"multiobjective"})
     summary = "ParetoM³: penalized min-max-min over the weak Pareto set (x descent, y ascent, λ softmin, ρ schedule)"
-    research = True
     priority = 10
     Options = ParetoM3Options
 

@@ -113,7 +113,6 @@ class SpecAnn(Backend):
         "spectral annealing: warm-started eigensolves along the normalization path, batched rounding, "
         "1-flip descent and annealed flips (sparse, cpu or cuda)"
     )
-    research: ClassVar[bool] = True
     priority: ClassVar[int] = 10
     Options: ClassVar[type] = SpecAnnOptions
 

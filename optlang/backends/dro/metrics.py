@@ -1,6 +1,7 @@
 """Regression metrics for imbalanced targets: MSE, tail MSE, relevance φ, SERA, per-region breakdowns.
 
-Used by reports and the DRO benchmark. Definitions (pinned, because packages disagree):
+Used by the DRO benchmark (benchmarks/dro_tail.py) and its tests;
+no backend depends on them. Definitions (pinned, because packages disagree):
 - tail MSE: the MSE on the samples whose target lies beyond the q-quantile (default: top decile)
   of a reference target sample (the training targets), or in the rarest target regions.
 - relevance φ: the boxplot "extremes" relevance of Ribeiro & Moniz / UBL, with Tukey fences:
