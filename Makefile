@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench-quick clean
+.PHONY: setup demo test lint typecheck clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -22,11 +22,14 @@ demo: setup
 	@if [ -e models/G1.txt ]; then $(VENV)/bin/optlang solve models/maxcut_g1.opt; \
 	 else echo "(models/G1.txt links to ../shared/data/gset/G1.txt, absent here: skipping the Gset demo)"; fi
 
-test: setup
+test: setup lint typecheck
 	$(PY) -m pytest -p no:cacheprovider
 
 lint: setup
-	$(VENV)/bin/ruff check optlang tests benchmarks
+	$(VENV)/bin/ruff check optlang tests benchmarks scripts
+
+typecheck: setup
+	$(VENV)/bin/mypy optlang
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo_result.json

@@ -19,6 +19,7 @@ from optlang.errors import DataError, OptionError, OptlangError, ParseError
 from optlang.ir.lower import lower_source
 from optlang.ir.model import ModelIR
 from optlang.planner import Plan, plan
+from optlang.problem import IsingProblem
 from optlang.result import Result
 from optlang.source import Source
 from optlang.verify import verify
@@ -72,12 +73,8 @@ def parse(
         model = Model(ir, form)
         if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
             problem = model.compiled.problem
-            model.form = replace(
-                form,
-                n_spins=problem.n,
-                nnz=int(problem.J.nnz),  # type: ignore[union-attr]
-                has_field=problem.has_field,
-            )  # type: ignore[union-attr]
+            assert isinstance(problem, IsingProblem)
+            model.form = replace(form, n_spins=problem.n, nnz=int(problem.J.nnz), has_field=problem.has_field)
     except OptlangError as e:
         raise e.with_source(source) from None
     return model

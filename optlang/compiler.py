@@ -297,7 +297,7 @@ def _negated(f: TorchFunction) -> TorchFunction:
         inner = f.compile(device, dtype)
         return lambda values, batch=None: -inner(values, batch)
 
-    cvx = (lambda var_map: -f.cvxpy(var_map)) if f.cvxpy is not None else None  # type: ignore[misc]
+    cvx = (lambda var_map: -f.cvxpy(var_map)) if f.cvxpy is not None else None  # type: ignore[misc]  # a conditional lambda
     return TorchFunction(build, n_samples=f.n_samples, cvxpy=cvx, source=f"-({f.source})")
 
 
@@ -321,7 +321,7 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         f = torch_function(obj.expr)
         if obj.form == "maximize":
             f = _negated(f)
-        cons = tuple(Constraint(torch_function(c.expr), c.sense, c.text) for c in ir.constraints)  # type: ignore[arg-type]
+        cons = tuple(Constraint(torch_function(c.expr), c.sense, c.text) for c in ir.constraints)  # type: ignore[arg-type]  # sense: <= or == here
         return Compiled(SmoothProblem(variables, f, cons), _identity, -1.0 if obj.form == "maximize" else 1.0)
     if kind == "bilevel":
         assert obj.expr is not None

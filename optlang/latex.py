@@ -73,20 +73,23 @@ def model_latex(ir: ModelIR) -> str:
     o = ir.objective
     lines = []
     if o.form in ("minimize", "maximize"):
-        lines.append(f"\\{'min' if o.form == 'minimize' else 'max'}\\; {expr_latex(o.expr)}")  # type: ignore[arg-type]
+        assert o.expr is not None
+        lines.append(f"\\{'min' if o.form == 'minimize' else 'max'}\\; {expr_latex(o.expr)}")
     elif o.form == "maxcut":
         lines.append(
             f"\\max_{{s \\in \\{{\\pm 1\\}}^n}} \\textstyle\\sum_{{(i,j) \\in E({o.graph})}} w_{{ij}}"
             "\\frac{1 - s_i s_j}{2}"
         )
     elif o.form == "minimax":
-        lines.append(f"\\min \\max_{{{', '.join(o.over)}}}\\; {expr_latex(o.expr)}")  # type: ignore[arg-type]
+        assert o.expr is not None
+        lines.append(f"\\min \\max_{{{', '.join(o.over)}}}\\; {expr_latex(o.expr)}")
     elif o.form == "robust":
-        amb = o.ambiguity.kind.replace("_", " ")  # type: ignore[union-attr]
+        assert o.expr is not None and o.ambiguity is not None
+        amb = o.ambiguity.kind.replace("_", " ")
         lines.append(
             f"\\min \\sup_{{Q \\in \\mathcal{{U}}_{{\\text{{{amb}}}}}}} \\mathbb{{E}}_Q"
             f"\\left[{expr_latex(o.expr)}\\right]"
-        )  # type: ignore[arg-type]
+        )
     elif o.form == "multi":
         lines.append("\\min\\; \\left(" + ",\\; ".join(f"{k}: {expr_latex(e)}" for k, e in o.entries) + "\\right)")
         if o.prefer is not None:

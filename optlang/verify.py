@@ -17,6 +17,7 @@ from optlang.backends.base import RawSolution, RunContext
 from optlang.compiler import Compiled
 from optlang.ir.evaluate import evaluate_np
 from optlang.planner import Plan
+from optlang.problem import DROProblem, IsingProblem
 from optlang.result import Check, Result, Status
 
 if TYPE_CHECKING:
@@ -147,7 +148,8 @@ def _discrete_objective(
     else:
         assert ir.objective.expr is not None
         objective = float(evaluate_np(ir.objective.expr, values))
-    energy = compiled.problem.energy(np.asarray(raw.values["s"], dtype=np.float64))  # type: ignore[union-attr]
+    assert isinstance(compiled.problem, IsingProblem)
+    energy = compiled.problem.energy(np.asarray(raw.values["s"], dtype=np.float64))
     lowered = compiled.sign * float(energy) + compiled.offset
     ok = abs(lowered - objective) <= 1e-7 * max(1.0, abs(objective))
     checks.append(Check("objective_recomputed", ok, f"model {objective:.12g} vs lowered problem {lowered:.12g}"))
@@ -184,7 +186,8 @@ def _continuous_objective(
             # documented defaults, recomputed here in float64 whichever backend produced the point
             from optlang.backends.dro.report import solution_report
 
-            objective, _, _ = solution_report(compiled.problem, values)  # type: ignore[arg-type]
+            assert isinstance(compiled.problem, DROProblem)
+            objective, _, _ = solution_report(compiled.problem, values)
             objective = float(objective)
             ok = objective >= float(losses.mean()) * (1 - 1e-9) - 1e-9
             checks.append(

@@ -151,3 +151,13 @@ def test_neal_conversion_gives_identical_energies():
     r2 = b.solve(p, b.make_options({"num_sweeps": 100}), RunContext(seed=1, time_limit=0.5))
     assert r2.status == Status.TIME_LIMIT and r2.info["reads"] >= 2
     assert Neal.auto is False
+
+
+def test_neal_names_its_schedules_instead_of_failing_inside_dwave():
+    pytest.importorskip("dwave.samplers")
+    from optlang.backends.ising.neal import Neal
+    from optlang.errors import OptionError
+
+    b = Neal()
+    with pytest.raises(OptionError, match="geometric, linear"):
+        b.solve(random_ising(6, 1), b.make_options({"beta_schedule_type": "cubic"}), RunContext(seed=0))

@@ -25,7 +25,6 @@ from optlang.result import Status  # re-exported: backends import it with the re
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
-    from optlang.problem import Problem
 
 log = logging.getLogger("optlang")
 
@@ -204,8 +203,12 @@ class Backend(ABC):
         return None
 
     @abstractmethod
-    def solve(self, problem: Problem, options: Any, ctx: RunContext) -> RawSolution:
-        """Solve the lowered problem within ctx's limits; return the best point found."""
+    def solve(self, problem: Any, options: Any, ctx: RunContext) -> RawSolution:
+        """Solve the lowered problem within ctx's limits; return the best point found.
+
+        `problem` is one of problem.Problem: the planner hands a backend only the kinds it declares, so each
+        backend annotates the problem class it serves (typed Any here so that narrowing is not an override error).
+        """
 
     # --- options
     def make_options(self, given: Mapping[str, Any]) -> Any:

@@ -68,7 +68,7 @@ def _sample(types: Sequence[Type], span: Span) -> str | None:
                 span,
                 hint="each expression may range over the rows of one data table",
             )
-        s = j  # type: ignore[assignment]
+        s = j  # type: ignore[assignment]  # j is str | None: False was refused above
     return s
 
 

@@ -424,7 +424,7 @@ class Lowerer:
         bins = int(kw.get("bins", 10))
         if bins < 1:
             raise ModelError("bins must be at least 1", aspan, code="E508")
-        amb = Ambiguity(kind, radius, p=p, base=base, bins=bins, edges=edges)  # type: ignore[arg-type]
+        amb = Ambiguity(kind, radius, p=p, base=base, bins=bins, edges=edges)  # type: ignore[arg-type]  # kind is a known set
         return Objective("robust", span, expr=loss, ambiguity=amb, ambiguity_by=by)
 
     def prefer_stmt(self, t: Tree) -> None:

@@ -99,7 +99,7 @@ class Oracle:
 
     def draw(self, size: int | None = None) -> torch.Tensor | None:
         """A fresh minibatch of sample indices (with replacement), or None for the full batch."""
-        if self.batch is None:
+        if self.batch is None or self.n is None:  # a batch size is set only when there is a sample axis
             return None
         return torch.randint(0, self.n, (size or self.batch,), generator=self.gen, device=self.device)
 
@@ -121,6 +121,7 @@ class Oracle:
     def grad_halves(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(value, gradient, g₁, g₂) from two independent half batches: the mean is the usual minibatch
         estimate at the cost of one batch, and ⟨g₁, g₂⟩-type products are unbiased (no variance term)."""
+        assert self.batch is not None, "grad_halves needs a stochastic oracle"
         half = self.batch // 2
         v1, g1 = self.grad(x, self.draw(half))
         v2, g2 = self.grad(x, self.draw(half))

@@ -107,12 +107,12 @@ class _PenaltyRun:
         self.eval_f = (
             None
             if (self.of.n or 0) <= o.eval_samples
-            else torch.randperm(self.of.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
+            else torch.randperm(int(self.of.n or 0), generator=gen_e, device=ctx.device)[: o.eval_samples]
         )
         self.eval_g = (
             None
             if (self.og.n or 0) <= o.eval_samples
-            else torch.randperm(self.og.n, generator=gen_e, device=ctx.device)[: o.eval_samples]
+            else torch.randperm(int(self.og.n or 0), generator=gen_e, device=ctx.device)[: o.eval_samples]
         )
         stochastic = self.of.stochastic or self.og.stochastic
         self.patience = o.patience if o.patience > 0 else (PATIENCE_STOCHASTIC if stochastic else 1000)
@@ -123,7 +123,7 @@ class _PenaltyRun:
             from optlang.errors import OptionError
 
             raise OptionError("inner", "inner = 'lbfgs' cannot honour the variable domains; use inner = 'sgd'")
-        self.t = 0
+        self.t: float = 0  # gradient evaluations: LBFGS stages add the oracle's (fractional) call count
         self.stages = 0
         self.eps = o.eps0
         self.lower_ok = False
@@ -188,7 +188,7 @@ class _PenaltyRun:
             state["gf"] = float(torch.linalg.vector_norm(gf))
             return fv + gv / self.eps
 
-        steps = 0
+        steps: float = 0
         last: float | None = None
         while True:
             if self.ctx.should_stop():
@@ -217,7 +217,7 @@ class _PenaltyRun:
         x_prev = x.clone()
         k = 0
         stall = StallTest(o.stall_ratio, self.patience, self.min_stage)
-        split = o.split_batch and self.og.stochastic and self.og.batch >= 2
+        split = o.split_batch and self.og.stochastic and (self.og.batch or 0) >= 2
         for step in range(o.inner_iters):
             if self.ctx.should_stop():
                 return x, self.ctx.stop_status(), ""
@@ -355,7 +355,7 @@ class _PenaltyRun:
             values=values,
             objective=stats.get("f"),
             bound=None,
-            iterations=self.t,
+            iterations=self.t,  # type: ignore[arg-type]  # counted in oracle calls, fractional for half batches
             history=list(self.ctx.history),
             info=jsonable(info),
             checks=checks,

@@ -259,7 +259,7 @@ class _Run:
                 y = flat.project_(y.clone())
             bf, bg = self.of.draw(), None
             fv, gf = self.of.grad(y, bf)
-            split = o.split_batch and self.og.stochastic and o.variant != "vr" and self.og.batch >= 2
+            split = o.split_batch and self.og.stochastic and o.variant != "vr" and (self.og.batch or 0) >= 2
             if split:
                 # two independent half batches: their mean is the usual estimate, and ⟨∇g₁, ∇g₂⟩ is an
                 # unbiased estimate of ‖∇g‖² (the plain ‖∇g_B‖² is inflated by the minibatch variance)
@@ -269,7 +269,7 @@ class _Run:
                 bg = self.og.draw()
                 gv, gg = self.og.grad(y, bg)
             if o.variant == "vr":
-                if m_f is not None and y_prev is not None:
+                if m_f is not None and m_g is not None and y_prev is not None:  # (all three are set together)
                     # STORM: correct the previous estimate with the same minibatch at the previous point
                     _, gf_old = self.of.grad(y_prev, bf) if self.of.stochastic else (None, m_f)
                     _, gg_old = self.og.grad(y_prev, bg) if self.og.stochastic else (None, m_g)
@@ -287,6 +287,7 @@ class _Run:
             inner = float(F @ gg)
             alpha = self.alpha()
             if o.phi == "gap":
+                assert self.g_star is not None  # phi = 'gap' without g* is refused in __init__
                 phi = alpha * max(0.0, float(gv) - float(self.g_star))
             else:
                 phi = alpha * ng2

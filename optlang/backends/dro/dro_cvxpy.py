@@ -213,7 +213,13 @@ class DROCvxpy(Backend):
         if xs and any(x.value is None for x in xs.values()):
             return RawSolution(Status.ERROR, {}, info={"cvxpy_status": prob.status})
         values = {name: np.asarray(x.value, dtype=np.float64).reshape(x.shape) for name, x in xs.items()}
-        if amb.kind == "wasserstein" and amb.p == 1 and amb.radius > 0 and problem.linear.loss == "square":
+        if (
+            amb.kind == "wasserstein"
+            and amb.p == 1
+            and amb.radius > 0
+            and problem.linear is not None
+            and problem.linear.loss == "square"
+        ):
             values[problem.linear.weight] = np.zeros_like(values[problem.linear.weight])  # exactly, not ~1e-12
         value, info, checks = solution_report(
             problem, values, o.regions, o.radius_rule, o.region_weights, o.outer_radius

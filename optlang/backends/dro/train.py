@@ -289,6 +289,7 @@ def train(
 
     status = Status.ITERATION_LIMIT
     it = 0
+    opt: torch.optim.Optimizer
     if solver == "lbfgs":
         opt = torch.optim.LBFGS(
             params,

@@ -67,7 +67,7 @@ class LocalSearch(Backend):
             rounds += 1
         assert best_s is not None
         s = best_s.to("cpu", torch.float64).numpy()
-        E, chk = energy_check(problem, s, best_E + problem.constant)
+        energy, chk = energy_check(problem, s, best_E + problem.constant)
         if ctx.interrupted:
             status = Status.INTERRUPTED
         elif max_rounds is None:
@@ -79,9 +79,9 @@ class LocalSearch(Backend):
         return RawSolution(
             status=status,
             values={"s": s},
-            objective=E,
+            objective=energy,
             iterations=rounds,
             history=list(ctx.history),
-            info={**ising_info(problem, E), "restarts": rounds * B, "batch": B},
+            info={**ising_info(problem, energy), "restarts": rounds * B, "batch": B},
             checks={"energy_recomputed": chk},
         )

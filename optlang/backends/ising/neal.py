@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.common import check_choice
 from optlang.backends.ising.ops import energy_check, ising_info, ising_refusal
 from optlang.problem import IsingProblem
 
@@ -68,6 +69,8 @@ class Neal(Backend):
     def solve(self, problem: IsingProblem, options: NealOptions, ctx: RunContext) -> RawSolution:
         from dwave.samplers import SimulatedAnnealingSampler
 
+        check_choice(self.name, "beta_schedule_type", options.beta_schedule_type, ("geometric", "linear"))
+        schedule = cast(Literal["geometric", "linear"], options.beta_schedule_type)
         n = problem.n
         bqm = to_bqm(problem)
         sampler = SimulatedAnnealingSampler()
@@ -82,7 +85,7 @@ class Neal(Backend):
                 num_reads=k,
                 num_sweeps=options.num_sweeps,
                 seed=(ctx.seed * 7919 + calls) % 2**32,
-                beta_schedule_type=options.beta_schedule_type,
+                beta_schedule_type=schedule,
             )
             dt = time.perf_counter() - t
             per_read = dt / k if per_read is None else 0.5 * per_read + 0.5 * dt / k

@@ -253,7 +253,7 @@ class AdaSGDA(Backend):
     def refuse(self, form: Form) -> str | None:
         return minimax_refusal(form, self.kinds)
 
-    def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+    def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:
         """Run AdaSGDA (or AdaSGDA-VR) on the minimax problem."""
         validate(options, self.name)
         settings = LoopSettings(

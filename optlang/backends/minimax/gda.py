@@ -72,7 +72,7 @@ class GDA(Backend):
     def refuse(self, form: Form) -> str | None:
         return minimax_refusal(form, self.kinds)
 
-    def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+    def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:
         """Run fixed-step projected GDA on the minimax problem."""
         check_choice(self.name, "convex_concave", options.convex_concave, ("auto", "yes", "no"))
         if options.lr_x <= 0 or options.lr_y <= 0:

@@ -105,7 +105,7 @@ class Sampler:
     def __init__(self, n: int | None, batch: int, seed: int, device: Any) -> None:
         if n is not None and batch == 0:
             batch = n if n <= 1024 else 256
-        self.n = n
+        self.n = n or 0  # 0: no sample axis (then batch is 0 and nothing is drawn)
         self.batch = batch if (n is not None and 0 < batch < n) else 0
         self.rng = np.random.default_rng(seed + 7919)
         self.device = device

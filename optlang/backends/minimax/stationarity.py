@@ -266,6 +266,7 @@ def stationarity_report(
         report["grad_phi_norm"] = None
         report["note"] = "the inner maximization is unbounded at the returned x"
     cc: bool | None
+    detail: dict[str, Any]
     if convex_concave == "yes":
         cc, detail = True, {"source": "declared"}
     elif convex_concave == "no":

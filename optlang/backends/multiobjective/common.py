@@ -138,6 +138,7 @@ def safe_grads(
         fin = torch.isfinite(g).reshape(g.shape[0], -1).all(1)
         ok = fin if ok is None else ok & fin
         out[k] = g
+    assert ok is not None  # a problem has at least one variable
     return out, ok
 
 
@@ -158,6 +159,7 @@ def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torc
                 moved = t + delta * (centre - t)
             else:
                 base = lo if lo is not None else hi
+                assert base is not None  # a box has at least one finite side (else it is free)
                 moved = t + delta * (1.0 if lo is not None else -1.0) * (1.0 + abs(base))
         elif d.kind == "simplex":
             moved = (1 - delta) * t + delta / t[0].numel()

@@ -47,7 +47,7 @@ class GD(Backend):
             )
         return None
 
-    def solve(self, problem: SmoothProblem, options: GDOptions, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+    def solve(self, problem: SmoothProblem, options: GDOptions, ctx: RunContext) -> RawSolution:
         method = options.method
         if method not in ("auto", "lbfgs", "adam", "pgd"):
             from optlang.errors import OptionError
