@@ -36,6 +36,15 @@ def test_unknown_backend_has_did_you_mean() -> None:
     assert "did you mean 'gd'" in (info.value.hint or "")
 
 
+def test_unknown_backend_without_a_near_name_lists_every_backend() -> None:
+    """Computed from the registry, so adding a backend edits no golden file."""
+    m = optlang.parse("var x\nminimize x^2\n")
+    with pytest.raises(PlanError) as info:
+        m.plan("lbfgsb")
+    assert info.value.code == "E803"
+    assert info.value.hint == "backends: " + ", ".join(registry.names())
+
+
 @pytest.mark.parametrize(
     "text, kind, default",
     [

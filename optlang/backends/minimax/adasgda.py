@@ -25,7 +25,7 @@ import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.common import check_choice
-from optlang.backends.minimax.loop import LoopSettings, Oracle, Tensors, minimax_loop, minimax_refusal
+from optlang.backends.minimax.loop import LoopSettings, MinimaxOracle, Tensors, minimax_loop, minimax_refusal
 from optlang.backends.minimax.stationarity import sq_norm
 from optlang.errors import OptionError
 from optlang.problem import MinimaxProblem
@@ -111,7 +111,7 @@ class AdaSGDARule:
     def _beta(self, t: int) -> float:
         return min(1.0, (t + 1.0) ** (-self.o.storm_power))
 
-    def _storm_x(self, t: int, x: Tensors, y: Tensors, gx: Tensors, batch: Any, oracle: Oracle) -> Tensors:
+    def _storm_x(self, t: int, x: Tensors, y: Tensors, gx: Tensors, batch: Any, oracle: MinimaxOracle) -> Tensors:
         if self.mx is None or self.px is None:
             m = gx
         else:
@@ -122,7 +122,7 @@ class AdaSGDARule:
         self.mx, self.px = m, (_clone(x), _clone(y))
         return m
 
-    def _storm_y(self, t: int, x: Tensors, y: Tensors, gy: Tensors, batch: Any, oracle: Oracle) -> Tensors:
+    def _storm_y(self, t: int, x: Tensors, y: Tensors, gy: Tensors, batch: Any, oracle: MinimaxOracle) -> Tensors:
         if self.my is None or self.py is None:
             m = gy
         else:
@@ -134,7 +134,7 @@ class AdaSGDARule:
         return m
 
     def _storm_both(
-        self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: Any, oracle: Oracle
+        self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: Any, oracle: MinimaxOracle
     ) -> tuple[Tensors, Tensors]:
         """Simultaneous VR: both estimators share the previous point, so one extra evaluation serves both."""
         if self.mx is None or self.my is None or self.px is None:
@@ -163,7 +163,14 @@ class AdaSGDARule:
         return sq_norm({k: tensors[k] - before[k] for k in tensors}) / (eta * eta)
 
     def update(
-        self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: torch.Tensor | None, oracle: Oracle
+        self,
+        t: int,
+        x: Tensors,
+        y: Tensors,
+        gx: Tensors,
+        gy: Tensors,
+        batch: torch.Tensor | None,
+        oracle: MinimaxOracle,
     ) -> None:
         """One AdaSGDA iteration from the gradients (gx, gy) at (x, y) on `batch`.
 

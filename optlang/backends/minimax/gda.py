@@ -14,7 +14,7 @@ from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.common import check_choice
 from optlang.backends.minimax.loop import (
     LoopSettings,
-    Oracle,
+    MinimaxOracle,
     Tensors,
     minimax_loop,
     minimax_refusal,
@@ -34,7 +34,14 @@ class FixedStepGDA:
 
     @torch.no_grad()
     def update(
-        self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: torch.Tensor | None, oracle: Oracle
+        self,
+        t: int,
+        x: Tensors,
+        y: Tensors,
+        gx: Tensors,
+        gy: Tensors,
+        batch: torch.Tensor | None,
+        oracle: MinimaxOracle,
     ) -> None:
         for k, g in gx.items():
             x[k].sub_(self.lr_x * g)

@@ -33,8 +33,9 @@ DEFAULT_MAX_ITER = 10_000
 BLOWUP = 1e8  # a gradient this many times the first one means the run diverged
 
 
-class Oracle:
-    """Gradients of the compiled objective with respect to each player, and the domain projections."""
+class MinimaxOracle:
+    """Gradients of the compiled objective split by player, and the players' projections (the bilevel wing's
+    Oracle is another thing: one level on a flat vector, with its own minibatches and sample counts)."""
 
     def __init__(self, problem: MinimaxProblem, ctx: RunContext) -> None:
         self.problem = problem
@@ -74,7 +75,14 @@ class StepRule(Protocol):
     """One minimax update: move x (descent) and y (ascent) in place, projected, from gradients at (x, y)."""
 
     def update(
-        self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: torch.Tensor | None, oracle: Oracle
+        self,
+        t: int,
+        x: Tensors,
+        y: Tensors,
+        gx: Tensors,
+        gy: Tensors,
+        batch: torch.Tensor | None,
+        oracle: MinimaxOracle,
     ) -> None: ...
 
     def info(self) -> dict[str, Any]: ...
@@ -141,7 +149,7 @@ def minimax_loop(
     solve; a failed verification tightens the proxy threshold tenfold and the loop goes on.
     `callback(t, x, y)` (for benchmarks) may stop the run by returning True.
     """
-    oracle = Oracle(problem, ctx)
+    oracle = MinimaxOracle(problem, ctx)
     start = init_tensors(problem.min_vars + problem.max_vars, ctx, requires_grad=False)
     x = {k: start[k] for k in oracle.x_names}
     y = {k: start[k] for k in oracle.y_names}
