@@ -38,15 +38,11 @@ def regular3(n: int, seed: int) -> sp.csr_matrix:
 
 
 def torus(n: int, seed: int) -> sp.csr_matrix:
-    """An L × L torus (L = ⌊√n⌋) with ±1 weights on its 2L² edges."""
-    rng = np.random.default_rng(seed)
+    """An L × L torus (L = ⌊√n⌋) with ±1 weights on its 2L² edges (benchmarks/graphs.torus; same draws)."""
+    from benchmarks.graphs import torus as torus_graph
+
     L = int(np.sqrt(n))
-    idx = np.arange(L * L, dtype=np.int64).reshape(L, L)
-    right = np.roll(idx, -1, axis=1)
-    down = np.roll(idx, -1, axis=0)
-    i = np.concatenate([idx.ravel(), idx.ravel()])
-    j = np.concatenate([right.ravel(), down.ravel()])
-    return _sym(i, j, rng.choice([-1.0, 1.0], size=len(i)), L * L)
+    return torus_graph(L, L, np.random.default_rng(seed), signed=True)
 
 
 def _sym(i: np.ndarray, j: np.ndarray, w: np.ndarray, n: int) -> sp.csr_matrix:
