@@ -388,7 +388,7 @@ def test_cuda_run_matches_cpu_answer():
 
 
 def test_simplex_projection_of_large_float32_values():
-    """torch_vars' simplex projection fails on float32 entries ~1e7; ours shifts first (shift-invariant)."""
+    """backends/common.py's simplex projection fails on float32 entries ~1e7; ours shifts first (shift-invariant)."""
     from optlang.backends.minimax.stationarity import project
 
     v = torch.tensor([4.4e4, 4.0e4, 1.1e7, 1.75e7, 3.0], dtype=torch.float32)
@@ -399,3 +399,15 @@ def test_simplex_projection_of_large_float32_values():
         Domain("simplex").project_np(np.array([0.2, 0.5, -0.1])),
         atol=1e-6,
     )
+
+
+def test_loop_settings_are_copied_by_name_from_both_backends_options() -> None:
+    from dataclasses import fields
+
+    from optlang.backends.minimax.loop import LoopSettings
+
+    for backend in (AdaSGDA(), GDA()):
+        o = backend.make_options({"batch": 7, "check_every": 3, "report_every": 11, "inner_iters": 13})
+        s = LoopSettings.from_options(o)
+        assert (s.batch, s.check_every, s.report_every, s.inner_iters) == (7, 3, 11, 13)
+        assert all(getattr(s, f.name) == getattr(o, f.name) for f in fields(LoopSettings))

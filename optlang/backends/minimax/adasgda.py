@@ -263,14 +263,7 @@ class AdaSGDA(Backend):
     def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:
         """Run AdaSGDA (or AdaSGDA-VR) on the minimax problem."""
         validate(options, self.name)
-        settings = LoopSettings(
-            options.batch,
-            options.check_every,
-            options.report_every,
-            options.inner_iters,
-            options.convex_concave,
-            options.final_report,
-        )
+        settings = LoopSettings.from_options(options)
         return minimax_loop(problem, AdaSGDARule(options), ctx, settings)
 
 

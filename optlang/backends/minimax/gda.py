@@ -85,12 +85,5 @@ class GDA(Backend):
         if options.lr_x <= 0 or options.lr_y <= 0:
             raise OptionError("lr_x", "gda step sizes lr_x and lr_y must be positive")
         rule = FixedStepGDA(options.lr_x, options.lr_y, options.alternating)
-        settings = LoopSettings(
-            options.batch,
-            options.check_every,
-            options.report_every,
-            options.inner_iters,
-            options.convex_concave,
-            options.final_report,
-        )
+        settings = LoopSettings.from_options(options)
         return minimax_loop(problem, rule, ctx, settings)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -98,6 +98,11 @@ class LoopSettings:
     inner_iters: int = 3000
     convex_concave: str = "auto"
     final_report: bool = True
+
+    @classmethod
+    def from_options(cls, options: Any) -> LoopSettings:
+        """The loop settings named in a backend's Options (each field copied by name, never by position)."""
+        return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
 
 
 def default_tol(ctx: RunContext) -> float:
