@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import torch
@@ -73,3 +74,27 @@ def check_choice(backend: str, key: str, value: str, choices: tuple[str, ...]) -
     """Reject an option value outside its documented choices, naming them."""
     if value not in choices:
         raise OptionError(key, f"option '{key}' of '{backend}' must be one of {', '.join(choices)}, got {value!r}")
+
+
+class KeepBest:
+    """The best iterate seen so far (lowest value) as a detached copy of the tensors, restorable in place.
+
+    What every first-order loop keeps so that a diverging or stopped run returns its best point.
+    """
+
+    def __init__(self, tensors: Mapping[str, torch.Tensor]) -> None:
+        self.tensors = tensors
+        self.value = math.inf
+        self.state = {k: t.detach().clone() for k, t in tensors.items()}
+
+    def offer(self, value: float) -> None:
+        """Record the tensors as they are now when `value` beats the best so far."""
+        if value < self.value:
+            self.value = value
+            self.state = {k: t.detach().clone() for k, t in self.tensors.items()}
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        """Copy the best iterate back into the tensors."""
+        for k, t in self.tensors.items():
+            t.copy_(self.state[k])

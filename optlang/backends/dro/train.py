@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from optlang.backends.base import RunContext, Status
-from optlang.backends.common import finite, init_tensors, project_all_, to_numpy
+from optlang.backends.common import KeepBest, finite, init_tensors, project_all_, to_numpy
 from optlang.backends.dro.common import Regions, RobustValue, robust_value
 from optlang.problem import DROProblem, LinearResidual
 
@@ -276,16 +276,11 @@ def train(
         max_iter = ctx.max_iter if ctx.max_iter is not None else cfg.max_iter
     tol = ctx.tol if ctx.tol is not None else cfg.tol
     n = problem.n_samples
-    best = (math.inf, {k: t.detach().clone() for k, t in tensors.items()})
+    best = KeepBest(tensors)
 
     def evaluate() -> float:
         with torch.no_grad():
             return float(objective.full(tensors))
-
-    def keep(val: float) -> None:
-        nonlocal best
-        if val < best[0]:
-            best = (val, {k: t.detach().clone() for k, t in tensors.items()})
 
     status = Status.ITERATION_LIMIT
     it = 0
@@ -309,7 +304,7 @@ def train(
             return val
 
         prev = evaluate()
-        keep(prev)
+        best.offer(prev)
         ctx.report(prev)
         calm = 0
         while it < max_iter:
@@ -322,9 +317,9 @@ def train(
             if not finite(val) or not all(finite(t) for t in params):
                 status = Status.DIVERGED
                 break
-            keep(val)
+            best.offer(val)
             if it % 10 == 0:
-                ctx.report(best[0])
+                ctx.report(best.value)
             calm = calm + 1 if abs(prev - val) <= tol * max(1.0, abs(val)) else 0
             prev = val
             if calm >= 3:
@@ -341,7 +336,7 @@ def train(
         perm = torch.randperm(n, generator=gen, device=ctx.device)
         pos = 0
         prev = evaluate()
-        keep(prev)
+        best.offer(prev)
         ctx.report(prev)
         calm = 0
         while it < max_iter:
@@ -372,14 +367,12 @@ def train(
                 if not finite(val):
                     status = Status.DIVERGED
                     break
-                keep(val)
-                ctx.report(best[0])
+                best.offer(val)
+                ctx.report(best.value)
                 calm = calm + 1 if abs(prev - val) <= tol * max(1.0, abs(val)) else 0
                 prev = val
                 if calm >= 3:
                     status = Status.CONVERGED
                     break
-    with torch.no_grad():
-        for k, t in tensors.items():
-            t.copy_(best[1][k])
-    return TrainOutcome(to_numpy(tensors), status, it, solver if bs >= n else f"{solver}-minibatch", best[0])
+    best.restore()
+    return TrainOutcome(to_numpy(tensors), status, it, solver if bs >= n else f"{solver}-minibatch", best.value)

@@ -13,7 +13,7 @@ import torch
 
 from optlang.analysis import Form
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.common import finite, init_tensors, project_all_, to_numpy
+from optlang.backends.common import KeepBest, finite, init_tensors, project_all_, to_numpy
 from optlang.problem import SmoothProblem
 
 
@@ -119,18 +119,13 @@ class GD(Backend):
 
         prev = float("inf")
         it = 0
-        best_state = [p.detach().clone() for p in params]
-        best = float("inf")
+        best = KeepBest(x)
         for it in range(1, max(1, max_iter // 20) + 1):
             loss = float(opt.step(closure).detach())
             if not finite(loss):
-                with torch.no_grad():
-                    for p, b in zip(params, best_state, strict=True):
-                        p.copy_(b)
-                return Status.DIVERGED, it * 20, best
-            if loss < best:
-                best = loss
-                best_state = [p.detach().clone() for p in params]
+                best.restore()
+                return Status.DIVERGED, it * 20, best.value
+            best.offer(loss)
             ctx.report(loss)
             gnorm = max(float(p.grad.abs().max()) if p.grad is not None else 0.0 for p in params)
             if gnorm <= tol or abs(prev - loss) <= 1e-12 * max(1.0, abs(loss)):
@@ -144,23 +139,18 @@ class GD(Backend):
         params = list(x.values())
         opt = torch.optim.Adam(params, lr=lr) if method == "adam" else None
         step = lr
-        best = float("inf")
-        best_state = [p.detach().clone() for p in params]
+        best = KeepBest(x)
         val = float("inf")
         for it in range(1, max_iter + 1):
             for p in params:
                 p.grad = None
             loss = f(x)
             if not finite(loss):
-                with torch.no_grad():
-                    for p, b in zip(params, best_state, strict=True):
-                        p.copy_(b)
-                return Status.DIVERGED, it, best
+                best.restore()
+                return Status.DIVERGED, it, best.value
             loss.backward()
             val = float(loss.detach())
-            if val < best:
-                best = val
-                best_state = [p.detach().clone() for p in params]
+            best.offer(val)
             old = [p.detach().clone() for p in params]
             if opt is not None:
                 opt.step()
@@ -190,9 +180,7 @@ class GD(Backend):
                 return ctx.stop_status(), it, float(f(x).detach())
         with torch.no_grad():
             final = float(f(x))
-        if final > best:
-            with torch.no_grad():
-                for p, b in zip(params, best_state, strict=True):
-                    p.copy_(b)
-            final = best
+        if final > best.value:
+            best.restore()
+            final = best.value
         return Status.ITERATION_LIMIT, max_iter, final
