@@ -190,6 +190,27 @@ class NoOptions:
     """A backend without options of its own."""
 
 
+# import name → (pip package, optlang-dsl extra that installs it); see pyproject's optional-dependencies
+OPTIONAL_PACKAGES: dict[str, tuple[str, str]] = {
+    "dwave.samplers": ("dwave-samplers", "anchors"),
+    "dimod": ("dwave-samplers", "anchors"),
+    "pymoo": ("pymoo", "anchors"),
+    "cvxpy": ("cvxpy", "cvxpy"),
+    "distributed": ("dask[distributed]", "dask"),
+}
+
+
+def module_present(name: str) -> bool:
+    """Whether `import name` would find a module, without importing it; a missing parent package
+    (`dwave` for `dwave.samplers`) means absent — find_spec raises for it instead of returning None."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ModuleNotFoundError, ValueError):
+        return False
+
+
 # Options understood by every backend; they go to RunContext, not to the backend's Options.
 COMMON_OPTIONS = ("time_limit", "max_iter", "seed", "device", "dtype", "tol", "bound")
 
@@ -205,14 +226,14 @@ class Backend(ABC):
     priority: ClassVar[int] = 50  # lower = preferred among those that accept a model
     Options: ClassVar[type] = NoOptions
     requires: ClassVar[tuple[str, ...]] = ()  # optional import names; missing → refusal
+    uses_torch: ClassVar[bool] = True  # False: numpy-only, so a solve never imports torch
 
     def available(self) -> str | None:
-        """None when usable here, else why not (an optional dependency is missing)."""
-        import importlib.util
-
+        """None when usable here, else the sentence naming the missing optional package and its extra."""
         for mod in self.requires:
-            if importlib.util.find_spec(mod) is None:
-                return f"needs the optional package '{mod}' (pip install 'optlang-dsl[anchors]')"
+            if not module_present(mod):
+                package, extra = OPTIONAL_PACKAGES.get(mod, (mod.split(".")[0], "all"))
+                return f"needs optional package {package} (pip install 'optlang-dsl[{extra}]')"
         return None
 
     def refuse(self, form: Form) -> str | None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-import torch
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.ising_ops import (
@@ -17,7 +15,13 @@ from optlang.backends.ising_ops import (
     to_torch_csr,
     torch_threads,
 )
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 @dataclass

@@ -60,6 +60,7 @@ class Neal(Backend):
     research: ClassVar[bool] = False
     auto: ClassVar[bool] = False
     priority: ClassVar[int] = 80
+    uses_torch: ClassVar[bool] = False
     Options: ClassVar[type] = NealOptions
     requires: ClassVar[tuple[str, ...]] = ("dwave.samplers",)
 

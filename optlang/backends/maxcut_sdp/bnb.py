@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.ising_ops import brute_force_min, one_flip_descent, to_torch_csr
@@ -27,7 +26,13 @@ from optlang.backends.maxcut_sdp.common import edgeless, refuse_maxcut
 from optlang.backends.maxcut_sdp.gw import gw_round
 from optlang.backends.maxcut_sdp.proxy import load_model, proxy_solve
 from optlang.backends.maxcut_sdp.reduce import MaxCutForm, to_maxcut
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form

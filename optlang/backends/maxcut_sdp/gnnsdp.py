@@ -11,15 +11,19 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import torch
-
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut_sdp.bounds import certificate, dense_weights
 from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
 from optlang.backends.maxcut_sdp.proxy import REFINE_SCHEDULE, ProxyResult, load_model, proxy_solve
 from optlang.backends.maxcut_sdp.reduce import MaxCutForm, to_maxcut
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form

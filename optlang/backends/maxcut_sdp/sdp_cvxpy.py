@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.maxcut_sdp.bm import normalize_rows
@@ -21,7 +20,13 @@ from optlang.backends.maxcut_sdp.bounds import DualBound, certificate, cs_dual, 
 from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
 from optlang.backends.maxcut_sdp.reduce import to_maxcut
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form

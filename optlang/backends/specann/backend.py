@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.ising_ops import (
@@ -28,7 +27,13 @@ from optlang.backends.ising_ops import (
 from optlang.backends.specann.anneal import ColorBlocks, anneal, color_classes, temperature_scale
 from optlang.backends.specann.eigen import path_sweep, round_eigenspace
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 REFINES = ("anneal", "ils", "none")
 PREDICTORS = ("inverse", "forward", "none")
@@ -130,7 +135,7 @@ class SpecAnn(Backend):
             return _solve(problem, options, ctx)
 
 
-@torch.no_grad()
+@no_grad
 def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSolution:
     n0 = problem.n
     P = problem.with_field_spin()
