@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut_sdp.bounds import certificate, dense_weights
-from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
+from optlang.backends.maxcut_sdp.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
 from optlang.backends.maxcut_sdp.proxy import REFINE_SCHEDULE, ProxyResult, load_model, proxy_solve
 from optlang.backends.maxcut_sdp.reduce import MaxCutForm, to_maxcut
@@ -142,11 +142,11 @@ class GNNSDP(Backend):
             )
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
-        lower = mc.offset - res.bound
+        lower = proven_lower(mc, res.bound)  # integer weights: the bound rounded down to an integer cut
         ctx.report(energy, lower, stage="rounding")
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), res.dual.y, cut)
         checks["energy_recomputed"] = echeck
-        status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
+        status = status_for(energy, lower, ctx, ctx.should_stop())
         if status == Status.FEASIBLE and res.stopped == "time":  # stopped early to finish within the limit
             status = Status.TIME_LIMIT if not ctx.interrupted else ctx.stop_status(Status.FEASIBLE)
         info = {

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut_sdp.bounds import certificate, dense_weights
-from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
+from optlang.backends.maxcut_sdp.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
 from optlang.backends.maxcut_sdp.proxy import BM_SCHEDULE, proxy_solve
 from optlang.backends.maxcut_sdp.reduce import to_maxcut
@@ -75,11 +75,11 @@ class SDPBM(Backend):
             t, cut = gw_round(mc.W, res.V, options.planes, gen, options.local_search, options.polish)
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
-        lower = mc.offset - res.bound
+        lower = proven_lower(mc, res.bound)  # integer weights: the bound rounded down to an integer cut
         ctx.report(energy, lower, stage="rounding")
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), res.dual.y, cut)
         checks["energy_recomputed"] = echeck
-        status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
+        status = status_for(energy, lower, ctx, ctx.should_stop())
         if status == Status.FEASIBLE and res.gap > target and res.refine_steps >= steps:
             status = Status.ITERATION_LIMIT  # the SDP was not solved to the requested gap
         info = {

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.maxcut_sdp.bm import normalize_rows
 from optlang.backends.maxcut_sdp.bounds import DualBound, certificate, cs_dual, primal_value, shift_dual
-from optlang.backends.maxcut_sdp.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
+from optlang.backends.maxcut_sdp.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
 from optlang.backends.maxcut_sdp.gw import gw_round
 from optlang.backends.maxcut_sdp.reduce import to_maxcut
 from optlang.lazy import lazy_module
@@ -124,11 +124,11 @@ class SDPCvxpy(Backend):
         t, cut = gw_round(mc.W, V, options.planes, ctx.torch_generator(), options.local_search, options.polish)
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
-        lower = mc.offset - sdp.dual.bound
+        lower = proven_lower(mc, sdp.dual.bound)  # integer weights: the bound rounded down to an integer cut
         ctx.report(energy, lower, stage="rounding")
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), sdp.dual.y, cut)
         checks["energy_recomputed"] = echeck
-        status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
+        status = status_for(energy, lower, ctx, ctx.should_stop())
         info = {
             "cut": cut,
             "sdp_upper_bound": sdp.dual.bound,
