@@ -21,13 +21,17 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.gda import LoopSettings, Oracle, Tensors, check_choice, minimax_loop, minimax_refusal
 from optlang.backends.stationarity import sq_norm
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module
 from optlang.problem import MinimaxProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form

@@ -211,6 +211,14 @@ def module_present(name: str) -> bool:
         return False
 
 
+def missing_package(mod: str) -> str | None:
+    """None when the optional module `mod` is installed, else the sentence a refusal quotes."""
+    if module_present(mod):
+        return None
+    package, extra = OPTIONAL_PACKAGES.get(mod, (mod.split(".")[0], "all"))
+    return f"needs optional package {package} (pip install 'optlang-dsl[{extra}]')"
+
+
 # Options understood by every backend; they go to RunContext, not to the backend's Options.
 COMMON_OPTIONS = ("time_limit", "max_iter", "seed", "device", "dtype", "tol", "bound")
 
@@ -231,9 +239,8 @@ class Backend(ABC):
     def available(self) -> str | None:
         """None when usable here, else the sentence naming the missing optional package and its extra."""
         for mod in self.requires:
-            if not module_present(mod):
-                package, extra = OPTIONAL_PACKAGES.get(mod, (mod.split(".")[0], "all"))
-                return f"needs optional package {package} (pip install 'optlang-dsl[{extra}]')"
+            if (why := missing_package(mod)) is not None:
+                return why
         return None
 
     def refuse(self, form: Form) -> str | None:

@@ -133,6 +133,7 @@ class DROCvxpy(Backend):
     research = False
     priority = 40
     Options = DROCvxpyOptions
+    requires = ("cvxpy",)
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

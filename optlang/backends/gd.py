@@ -8,13 +8,18 @@ chosen. General constraints are refused: this backend cannot honour them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from optlang.analysis import Form
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.torch_vars import finite, init_tensors, project_all_, to_numpy
+from optlang.lazy import lazy_module
 from optlang.problem import SmoothProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 @dataclass

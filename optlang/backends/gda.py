@@ -14,18 +14,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status, interrupt_to_flag
 from optlang.backends.stationarity import mapping_sq, project, sq_norm, stationarity_report, value_and_grads
 from optlang.backends.torch_vars import finite, init_tensors, to_numpy
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MinimaxProblem, Variable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
 
-Tensors = dict[str, torch.Tensor]
+Tensors = dict[str, "torch.Tensor"]
 Callback = Callable[[int, Tensors, Tensors], bool]
 DEFAULT_MAX_ITER = 10_000
 BLOWUP = 1e8  # a gradient this many times the first one means the run diverged
@@ -47,11 +52,11 @@ class Oracle:
         f, g = value_and_grads(self.fn, {**x, **y}, self.x_names + self.y_names, batch)
         return f, {k: g[k] for k in self.x_names}, {k: g[k] for k in self.y_names}
 
-    @torch.no_grad()
+    @no_grad
     def project_x_(self, x: Tensors) -> None:
         _project_(self.problem.min_vars, x)
 
-    @torch.no_grad()
+    @no_grad
     def project_y_(self, y: Tensors) -> None:
         _project_(self.problem.max_vars, y)
 
@@ -292,7 +297,7 @@ class FixedStepGDA:
     def __init__(self, lr_x: float, lr_y: float, alternating: bool) -> None:
         self.lr_x, self.lr_y, self.alternating = lr_x, lr_y, alternating
 
-    @torch.no_grad()
+    @no_grad
     def update(
         self, t: int, x: Tensors, y: Tensors, gx: Tensors, gy: Tensors, batch: torch.Tensor | None, oracle: Oracle
     ) -> None:

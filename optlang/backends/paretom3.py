@@ -20,16 +20,21 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.torch_vars import project
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module, no_grad
 from optlang.mo_metrics import directions, dominates, hypervolume, nondominated_mask
 from optlang.problem import MultiObjectiveProblem, Variable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 # ----------------------------------------------------------------------------- shared machinery
 
@@ -124,7 +129,7 @@ class ProjectedAdam:
         self.b1, self.b2 = betas
         self.t = 0
 
-    @torch.no_grad()
+    @no_grad
     def step(self, X: dict[str, torch.Tensor], G: dict[str, torch.Tensor], factor: float) -> None:
         self.t += 1
         c1 = 1 - self.b1**self.t

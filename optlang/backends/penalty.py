@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.sdbpg import (
@@ -29,7 +27,13 @@ from optlang.backends.sdbpg import (
     oracle_info,
     refuse_bilevel,
 )
+from optlang.lazy import lazy_module
 from optlang.problem import BilevelProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 # stage rule for stochastic levels, chosen for this baseline on held-out regressions (docs/backends/sdbpg.md)
 PATIENCE_STOCHASTIC = 10

@@ -11,10 +11,9 @@ weakness, measured in benchmarks/multiobjective.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.paretom3 import (
@@ -31,8 +30,14 @@ from optlang.backends.paretom3 import (
     variable_scale,
 )
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module
 from optlang.mo_metrics import directions, hypervolume, nondominated_mask
 from optlang.problem import MultiObjectiveProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 @dataclass

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.base import Backend, RawSolution, RunContext, Status, missing_package
 from optlang.backends.ising_ops import brute_force_min, one_flip_descent, to_torch_csr
 from optlang.backends.maxcut_sdp.bounds import dense_weights
 from optlang.backends.maxcut_sdp.common import edgeless, refuse_maxcut
 from optlang.backends.maxcut_sdp.gw import gw_round
 from optlang.backends.maxcut_sdp.proxy import load_model, proxy_solve
 from optlang.backends.maxcut_sdp.reduce import MaxCutForm, to_maxcut
+from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
 
@@ -204,6 +205,8 @@ class BranchAndBound(Backend):
             return RawSolution(
                 Status.ERROR, {}, info={"error": "bounder must be proxy|bm|cvxpy, branching uncertain|certain"}
             )
+        if options.bounder == "cvxpy" and (missing := missing_package("cvxpy")):
+            raise OptionError("bounder", f"bounder 'cvxpy' {missing}", hint="use bounder = \"proxy\" or \"bm\"")
         mc = to_maxcut(problem)
         if mc.W.nnz == 0:
             return edgeless(problem, mc)
