@@ -55,6 +55,14 @@ class CvxpySDP:
     seconds: float
 
 
+def _eigh_seconds(n: int) -> float:
+    """Measured time of one symmetric n×n eigendecomposition here (≈ one SCS iteration on this SDP)."""
+    A = np.random.default_rng(0).standard_normal((n, n))
+    t = time.perf_counter()
+    np.linalg.eigh(A + A.T)
+    return max(time.perf_counter() - t, 1e-6)
+
+
 def solve_sdp_cvxpy(
     W: sp.spmatrix | np.ndarray,
     solver: str = "SCS",
@@ -73,12 +81,22 @@ def solve_sdp_cvxpy(
     con = cp.diag(X) == 1
     prob = cp.Problem(cp.Maximize(cp.trace(L @ X) / 4.0), [con])
     kw: dict = {}
-    if solver.upper() == "SCS":
-        kw = {"eps_abs": eps, "eps_rel": eps, "max_iters": 100_000}
-        if time_limit is not None:
-            kw["time_limit_secs"] = max(1e-3, float(time_limit))
     try:
-        prob.solve(solver=solver.upper(), **kw)
+        # canonicalize first, so the solver gets the time that is left after it (cvxpy's documented
+        # get_problem_data / solve_via_data / unpack_results path, same result as prob.solve)
+        data, chain, inverse = prob.get_problem_data(solver.upper())
+        if solver.upper() == "SCS":
+            kw = {"eps_abs": eps, "eps_rel": eps, "max_iters": 100_000}
+            if time_limit is not None:
+                left = max(1e-3, time_limit - (time.perf_counter() - t0))
+                # SCS tests its time limit only every few dozen iterations, and an iteration costs about
+                # one n×n eigendecomposition (the PSD cone projection): cap the iterations as well
+                kw["time_limit_secs"] = left
+                kw["max_iters"] = max(1, int(left / (1.5 * _eigh_seconds(n))))
+        elif solver.upper() == "CLARABEL" and time_limit is not None:
+            kw["time_limit"] = max(1e-3, time_limit - (time.perf_counter() - t0))
+        soln = chain.solve_via_data(prob, data, solver_opts=kw)
+        prob.unpack_results(soln, chain, inverse)
     except cp.error.SolverError:
         pass
     W64 = torch.as_tensor(Wn, dtype=torch.float64)
@@ -117,7 +135,12 @@ class SDPCvxpy(Backend):
         if mc.W.nnz == 0:
             return edgeless(problem, mc)
         eps = options.eps if ctx.tol is None else ctx.tol
-        tl = None if ctx.time_limit is None else max(0.01, ctx.remaining())
+        import cvxpy  # noqa: F401  (imported before the clock is read: its import counts against the limit)
+
+        # after the SDP: an eigendecomposition of X, the dual shift's eigenvalue certificates and the
+        # rounding, about five n×n eigendecompositions — kept out of the solver's share of the limit
+        reserve = 0.0 if ctx.time_limit is None else 5.0 * _eigh_seconds(mc.n)
+        tl = None if ctx.time_limit is None else max(0.01, ctx.remaining() - reserve)
         sdp = solve_sdp_cvxpy(mc.W, options.solver, eps, tl, options.shift)
         ctx.report(mc.offset - sdp.primal, mc.offset - sdp.dual.bound, stage="sdp")
         V = sdp.V.to(ctx.device, ctx.dtype)
