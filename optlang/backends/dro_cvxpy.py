@@ -134,6 +134,7 @@ class DROCvxpy(Backend):
     priority = 40
     Options = DROCvxpyOptions
     requires = ("cvxpy",)
+    preload = ("cvxpy",)
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

@@ -40,6 +40,7 @@ class GD(Backend):
     summary = "projected L-BFGS / Adam in torch (local optimum; box, simplex, ball, nonnegativity)"
     priority = 60
     Options = GDOptions
+    preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Form) -> str | None:
         base = super().refuse(form)

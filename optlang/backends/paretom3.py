@@ -704,6 +704,7 @@ class ParetoM3(Backend):
     research = True
     priority = 10
     Options = ParetoM3Options
+    preload = ("torch.func",)
 
     def refuse(self, form: Any) -> str | None:
         return refuse_multiobjective(form, self.kinds)

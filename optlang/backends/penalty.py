@@ -76,6 +76,7 @@ class Penalty(Backend):
     research = False
     priority = 60
     Options = PenaltyOptions
+    preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

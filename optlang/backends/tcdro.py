@@ -213,6 +213,7 @@ class TCDRO(Backend):
     research = True
     priority = 10
     Options = TCDROOptions
+    preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

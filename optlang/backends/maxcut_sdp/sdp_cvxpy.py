@@ -126,6 +126,7 @@ class SDPCvxpy(Backend):
     priority: ClassVar[int] = 80
     Options: ClassVar[type] = SDPCvxpyOptions
     requires: ClassVar[tuple[str, ...]] = ("cvxpy",)
+    preload: ClassVar[tuple[str, ...]] = ("cvxpy",)
 
     def refuse(self, form: Form) -> str | None:
         return refuse_maxcut(form, self.kinds, max_n=3000)
