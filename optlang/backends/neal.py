@@ -65,6 +65,7 @@ class Neal(Backend):
     uses_torch: ClassVar[bool] = False
     Options: ClassVar[type] = NealOptions
     requires: ClassVar[tuple[str, ...]] = ("dwave.samplers",)
+    preload: ClassVar[tuple[str, ...]] = ("dimod", "dwave.samplers")
 
     def refuse(self, form: Any) -> str | None:
         return ising_refusal(form, self.kinds)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-STOP_REASONS = ("proved", "stagnated", "converged", "time_limit", "iteration_limit", "interrupted", "diverged", "rounds")
+STOP_REASONS = (
+    "proved", "stagnated", "converged", "time_limit", "iteration_limit", "interrupted", "diverged", "rounds"
+)
 
 
 @dataclass
