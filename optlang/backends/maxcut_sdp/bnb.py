@@ -278,6 +278,8 @@ class BranchAndBound(Backend):
             "bounder": options.bounder,
             "cut": mc.offset - e,
             "integral": S.integral,
+            # proved: the tree closed (bound meets incumbent); else the limit that ended the search
+            "stop": "proved" if closed else str(stopped or Status.ITERATION_LIMIT),
         }
         return RawSolution(
             status=status,
