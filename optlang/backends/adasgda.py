@@ -231,6 +231,7 @@ class AdaSGDA(Backend):
     summary = "orthogonalized adaptive two-time-scale stochastic GDA (variant base | vr), parameter-free defaults"
     research = True
     priority = 10
+    preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
 
     @dataclass
     class Options:

@@ -336,6 +336,7 @@ class GDA(Backend):
     summary = "projected gradient descent-ascent with fixed steps lr_x, lr_y (baseline)"
     research = False
     priority = 60
+    preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
 
     @dataclass
     class Options:

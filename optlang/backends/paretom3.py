@@ -704,7 +704,7 @@ class ParetoM3(Backend):
     research = True
     priority = 10
     Options = ParetoM3Options
-    preload = ("torch.func",)
+    preload = ("torch._dynamo", "torch.func")  # first autograd/vmap use imports them (seconds)
 
     def refuse(self, form: Any) -> str | None:
         return refuse_multiobjective(form, self.kinds)

@@ -374,6 +374,7 @@ class SDBPG(Backend):
     research = True
     priority = 10
     Options = SDBPGOptions
+    preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)
