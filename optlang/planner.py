@@ -142,8 +142,8 @@ def _candidate(name: str, form: Form, time_limit: float | None) -> Candidate:
         return Candidate(name, False, refusal, b.priority, b.auto)
     cost = exact_cost(name, form)
     if cost is None:
-        why = "research method" if b.research else "baseline"
-        return Candidate(name, True, f"{why}: {b.summary}", b.priority, b.auto)
+        why = "research method: " if b.research else ("baseline: " if b.auto else "")  # CLI marks named-only ones
+        return Candidate(name, True, f"{why}{b.summary}", b.priority, b.auto)
     allowance = exact_allowance(time_limit)
     fits = "within" if cost.seconds <= allowance else "beyond"
     budget = f"{EXACT_BUDGET_SHARE:g} × time limit" if time_limit is not None else "the no-limit allowance"
