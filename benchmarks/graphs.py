@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -35,7 +34,9 @@ def erdos_renyi(n: int, p: float, rng: np.random.Generator, signed: bool = False
 
 
 def random_regular(n: int, d: int, rng: np.random.Generator) -> sp.csr_matrix:
-    """A random d-regular graph with unit weights (n·d must be even)."""
+    """A random d-regular graph with unit weights (n·d must be even); networkx is the `train` extra."""
+    import networkx as nx
+
     G = nx.random_regular_graph(d, n, seed=int(rng.integers(2**31)))
     e = np.array(G.edges(), dtype=np.int64).reshape(-1, 2)
     return _sym(n, e[:, 0], e[:, 1], np.ones(len(e)))

@@ -29,7 +29,7 @@ class Form:
     n_scalar: int = 0  # total number of scalar decision values
     constraints: tuple[str, ...] = ()  # general constraints beyond domains/argmin, as source text
     degree: int | None = None  # polynomial degree of a discrete objective
-    n_spins: int = 0  # ising/maxcut: spins after rewrites (field spin included)
+    n_spins: int = 0  # ising/maxcut: spins after rewrites (a field adds no spin here)
     nnz: int = 0  # ising/maxcut: nonzeros of J
     has_field: bool = False
     n_samples: int | None = None  # sample-axis length, when any

@@ -110,15 +110,20 @@ class Model:
     def compiled(self) -> Compiled:
         return compile_problem(self.ir, self.form)
 
-    def plan(self, backend: str | None = None) -> Plan:
-        """Rank the backends for this model; `backend` forces one (an error if it refuses)."""
+    def plan(self, backend: str | None = None, time_limit: float | None = None) -> Plan:
+        """Rank the backends for this model; `backend` forces one (an error if it refuses).
+
+        `time_limit` (default: the solver block's) sizes the budget exact methods must fit in."""
+        if time_limit is None and self.ir.solver is not None:
+            tl = self.ir.solver.options.get("time_limit")
+            time_limit = float(tl) if isinstance(tl, (int, float)) and not isinstance(tl, bool) else None
         solver = self.ir.solver
         name = backend if backend not in (None, "") else (solver.name if solver else "auto")
         span = solver.span if solver and backend in (None, "") else None
         if self.form.kind == "general_bilevel":
             span = next(c.span for c in self.ir.constraints if c.sense == "argmin")
         try:
-            p = plan(self.form, name or "auto", span)
+            p = plan(self.form, name or "auto", span, time_limit)
             if solver and solver.name in ("auto", p.chosen):
                 self._backend_options(p.chosen, solver.options)
             return p
@@ -152,7 +157,7 @@ class Model:
         max_iter: int | None = None,
     ) -> Result:
         """Solve with the planned (or named) backend; the Result is recomputed from the model."""
-        the_plan = self.plan(backend)
+        the_plan = self.plan(backend, time_limit if isinstance(time_limit, (int, float)) else None)
         b = registry.get(the_plan.chosen)
         opts: dict[str, Any] = {}
         if self.ir.solver and self.ir.solver.name in ("auto", the_plan.chosen):
@@ -162,6 +167,8 @@ class Model:
         time_limit = time_limit if time_limit is not None else common.get("time_limit")
         seed = seed if seed is not None else int(common.get("seed", 0))
         device = device or common.get("device", "auto")
+        if device == "auto" and not b.uses_torch:
+            device = "cpu"  # a numpy-only backend: no need to import torch to look for a GPU
         dtype = dtype or common.get("dtype", "float32")
         max_iter = max_iter if max_iter is not None else common.get("max_iter")
         bound_mode = common.get("bound", "none")
@@ -175,6 +182,7 @@ class Model:
             raise OptionError("time_limit", f"time_limit must be a positive number, got {time_limit!r}", code="E702")
         backend_options = self._backend_options(b.name, opts)
 
+        b.prepare()  # the backend's imports, before any clock starts
         t0 = time.perf_counter()
         compiled = self.compiled
         t_compile = time.perf_counter() - t0
@@ -187,7 +195,7 @@ class Model:
             tol=common.get("tol"),
             progress=progress,
         )
-        _seed_everything(seed)
+        _seed_everything(seed, torch=b.uses_torch)
         ctx.restart_clock()
         with interrupt_to_flag(ctx):
             try:
@@ -233,14 +241,17 @@ def _add_sdp_bound(compiled: Compiled, raw: RawSolution, ctx: RunContext) -> Raw
     return raw
 
 
-def _seed_everything(seed: int) -> None:
+def _seed_everything(seed: int, torch: bool = True) -> None:
+    """Seed Python's, numpy's and (for backends that use it, or when already imported) torch's RNGs."""
     import random
-
-    import torch
+    import sys
 
     random.seed(seed)
     np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
+    if torch or "torch" in sys.modules:
+        import torch as _torch
+
+        _torch.manual_seed(seed)
 
 
 __all__ = ["load", "parse", "Model", "Result", "Status", "SolveError"]

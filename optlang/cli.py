@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="the problem kind, candidate backends, the chosen one and why")
     common(pl)
     pl.add_argument("-b", "--backend", default=None, help="check that this backend accepts the model")
+    pl.add_argument("--time-limit", type=float, default=None, help="the budget exact methods are sized against")
     pl.set_defaults(func=cmd_plan)
     s = sub.add_parser("solve", help="solve the model")
     common(s)
@@ -200,7 +201,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     m = _load(args)
-    p = m.plan(args.backend)
+    p = m.plan(args.backend, time_limit=args.time_limit)
     if args.json:
         print(
             json.dumps(

@@ -107,7 +107,10 @@ def test_bruteforce_backend_is_optimal_and_refuses_large():
     assert r.info["cut"] == pytest.approx(-r.objective)
     assert r.checks["energy_recomputed"][0]
     assert "24 spins" in BruteForce().refuse(Form(kind="ising", n_spins=30))
-    assert BruteForce().refuse(Form(kind="maxcut", n_spins=25, has_field=True)) is None  # field spin not counted
+    # n_spins is the model's spin count (problem.n); a field adds no enumerated spin, and 25 spins are
+    # refused up front (they used to pass refuse() and then fail inside solve())
+    assert BruteForce().refuse(Form(kind="ising", n_spins=24, has_field=True)) is None
+    assert "has 25" in BruteForce().refuse(Form(kind="maxcut", n_spins=25, has_field=True))
     assert "constraints" in BruteForce().refuse(Form(kind="ising", n_spins=5, constraints=("sum(s) == 0",)))
     assert BruteForce().refuse(Form(kind="smooth")) is not None
 

@@ -18,8 +18,6 @@ BUDGET = {"maxcut_g1.opt": 5.0}
 
 
 def _load(name: str, **kw) -> optlang.Model:
-    if name == "maxcut_g1.opt" and not (MODELS / "G1.txt").exists():
-        pytest.skip("G1.txt (a link to ../shared/data/gset) is not available")
     return optlang.load(MODELS / name, **kw)
 
 

@@ -23,8 +23,6 @@ MODELS = sorted((ROOT / "models").glob("*.opt"))
 def test_every_shipped_model_parses_and_classifies() -> None:
     kinds = {}
     for path in MODELS:
-        if path.name == "maxcut_g1.opt" and not (ROOT / "models" / "G1.txt").exists():
-            continue
         kinds[path.name] = optlang.load(path).kind
     assert kinds["minnorm.opt"] == "bilevel"
     assert kinds["robust_game.opt"] == "minimax"

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from optlang.backends.base import RunContext
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import Domain, Variable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 def init_tensors(variables: Iterable[Variable], ctx: RunContext, requires_grad: bool = True) -> dict[str, torch.Tensor]:
@@ -46,7 +52,7 @@ def project(domain: Domain, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-@torch.no_grad()
+@no_grad
 def project_all_(variables: Iterable[Variable], tensors: dict[str, torch.Tensor]) -> None:
     """Project every tensor onto its variable's domain, in place."""
     for v in variables:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.bilevel.oracle import (
@@ -28,8 +26,14 @@ from optlang.backends.bilevel.oracle import (
     oracle_info,
     refuse_bilevel,
 )
+from optlang.lazy import lazy_module
 from optlang.problem import BilevelProblem
 from optlang.result import jsonable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 # stage rule for stochastic levels, chosen for this baseline on held-out regressions (docs/backends/sdbpg.md)
 PATIENCE_STOCHASTIC = 10
@@ -71,6 +75,7 @@ class Penalty(Backend):
     summary = "penalty continuation f + g/ε with L-BFGS or minibatch gradient inner solves (baseline)"
     priority = 60
     Options = PenaltyOptions
+    preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

@@ -91,6 +91,7 @@ class SDBPG(Backend):
     summary = "stochastic dynamic barrier perturbed gradient (SDBPG, PR-SDBPG, VR-PR-SDBPG) for x ∈ argmin g"
     priority = 10
     Options = SDBPGOptions
+    preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

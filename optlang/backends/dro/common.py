@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 RADIUS_RULES = ("count", "inverse", "density", "uniform")
 REGION_SCHEMES = ("quantile", "uniform")
@@ -123,6 +122,8 @@ def kl_dual(losses: np.ndarray, radius: float, weights: np.ndarray | None = None
         t_lo -= 8.0
     while gap(t_hi) > 0.0 and t_hi < np.log(spread) + 700:
         t_hi += 8.0
+    from scipy.optimize import brentq  # imported when a DRO solve needs it, not at plan time
+
     t_star = brentq(gap, t_lo, t_hi, xtol=1e-13, rtol=1e-15, maxiter=500)
     lam = float(np.exp(t_star))
     q, lse = tilt(lam)
@@ -406,6 +407,8 @@ def adaptive_chi2(losses: np.ndarray, regions: Regions) -> RobustValue:
     if excess_mass(hi) >= 0.0:
         eta = hi
     else:
+        from scipy.optimize import brentq
+
         eta = brentq(excess_mass, lo, hi, xtol=1e-14 * max(1.0, abs(top), spread), rtol=1e-15, maxiter=500)
     lam = lambdas(eta)
     L = ratios(eta, lam)

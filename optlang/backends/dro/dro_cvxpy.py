@@ -133,6 +133,8 @@ class DROCvxpy(Backend):
     summary = "exact convex reformulation of χ²/KL/Wasserstein/target-conditional DRO through cvxpy (Clarabel)"
     priority = 40
     Options = DROCvxpyOptions
+    requires = ("cvxpy",)
+    preload = ("cvxpy",)
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

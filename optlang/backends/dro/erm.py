@@ -38,6 +38,7 @@ class ERM(Backend):
     auto = False
     priority = 90
     Options = ERMOptions
+    preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

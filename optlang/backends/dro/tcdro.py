@@ -54,6 +54,7 @@ class TCDRO(Backend):
     summary = "TC-DRO: per-target-region χ²/KL balls, radii growing in scarce regions; torch L-BFGS/Adam"
     priority = 10
     Options = TCDROOptions
+    preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)

@@ -16,10 +16,11 @@ class BruteForce(Backend):
     kinds: ClassVar[frozenset[str]] = frozenset({"ising", "maxcut"})
     summary: ClassVar[str] = f"exact enumeration of every spin state (at most {BRUTE_FORCE_MAX_N} spins)"
     priority: ClassVar[int] = 60
+    uses_torch: ClassVar[bool] = False
 
     def refuse(self, form: Any) -> str | None:
-        # the field spin does not count: enumeration works on the original n spins
-        n = form.n_spins - (1 if form.has_field else 0)
+        # n_spins counts the model's spins (a field is not an extra spin here), as problem.n does
+        n = form.n_spins
         if form.kind in self.kinds and n > BRUTE_FORCE_MAX_N:
             return f"enumerates at most {BRUTE_FORCE_MAX_N} spins exactly, and this model has {n}"
         return ising_refusal(form, self.kinds)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-import torch
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.ising.ops import (
@@ -17,7 +15,14 @@ from optlang.backends.ising.ops import (
     to_torch_csr,
     torch_threads,
 )
+from optlang.backends.stopping import Stagnation
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 @dataclass
@@ -28,6 +33,7 @@ class LocalSearchOptions:
     rounds: int = 10  # batches when there is no time limit (max_iter overrides)
     max_elems: int = 16_777_216  # cap on batch × spins
     threads: int = 1  # torch CPU threads (0: leave torch's setting)
+    patience: int = 10  # time-limited: stop after batches without a better state (stopping.py); 0: fill the limit
 
 
 class LocalSearch(Backend):
@@ -55,7 +61,11 @@ class LocalSearch(Backend):
         B = int(max(1, min(options.batch, options.max_elems // max(n, 1))))
         max_rounds = ctx.max_iter if ctx.max_iter is not None else (None if ctx.time_limit else options.rounds)
         best_E, best_s, rounds = math.inf, None, 0
+        stagnation, stop = Stagnation(options.patience if max_rounds is None else 0), ""
         while (max_rounds is None or rounds < max_rounds) and not (rounds > 0 and ctx.should_stop()):
+            if rounds > 0 and stagnation.update(best_E, ctx.elapsed()):
+                stop = "stagnated"
+                break
             S = torch.where(torch.rand(B, n, generator=gen, device=dev) < 0.5, 1.0, -1.0).to(dt)
             # a descent cut short by the limit still holds valid states (not yet local minima)
             S, G, _ = descent_with_fields(Jt, h_t, S, stop=ctx.should_stop)
@@ -69,19 +79,21 @@ class LocalSearch(Backend):
         s = best_s.to("cpu", torch.float64).numpy()
         energy, chk = energy_check(problem, s, best_E + problem.constant)
         if ctx.interrupted:
-            status = Status.INTERRUPTED
-        elif max_rounds is None:
-            status = Status.TIME_LIMIT
-        elif ctx.max_iter is not None:
-            status = Status.ITERATION_LIMIT
-        else:
+            status, stop = Status.INTERRUPTED, "interrupted"
+        elif stop == "stagnated":
             status = Status.FEASIBLE
+        elif max_rounds is None:
+            status, stop = Status.TIME_LIMIT, "time_limit"
+        elif ctx.max_iter is not None:
+            status, stop = Status.ITERATION_LIMIT, "iteration_limit"
+        else:
+            status, stop = Status.FEASIBLE, "rounds"
         return RawSolution(
             status=status,
             values={"s": s},
             objective=energy,
             iterations=rounds,
             history=list(ctx.history),
-            info={**ising_info(problem, energy), "restarts": rounds * B, "batch": B},
+            info={**ising_info(problem, energy), "restarts": rounds * B, "batch": B, "stop": stop},
             checks={"energy_recomputed": chk},
         )

@@ -17,6 +17,7 @@ import numpy as np
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.common import check_choice
 from optlang.backends.ising.ops import energy_check, ising_info, ising_refusal
+from optlang.backends.stopping import Stagnation
 from optlang.problem import IsingProblem
 
 
@@ -26,7 +27,8 @@ class NealOptions:
 
     num_reads: int = 10
     num_sweeps: int = 1000
-    fill_time: bool = True  # with a time limit: calibrate one read, then add reads to fill it
+    fill_time: bool = True  # with a time limit: calibrate one read, then add reads up to the limit
+    patience: int = 10  # ... ending early after chunks without a better state (stopping.py); 0: fill the limit
     beta_schedule_type: str = "geometric"  # geometric | linear (dwave-samplers' own schedules)
 
 
@@ -60,8 +62,10 @@ class Neal(Backend):
     summary: ClassVar[str] = "simulated annealing by dwave-samplers (the anchor SpecAnn is compared with)"
     auto: ClassVar[bool] = False
     priority: ClassVar[int] = 80
+    uses_torch: ClassVar[bool] = False
     Options: ClassVar[type] = NealOptions
     requires: ClassVar[tuple[str, ...]] = ("dwave.samplers",)
+    preload: ClassVar[tuple[str, ...]] = ("dimod", "dwave.samplers")
 
     def refuse(self, form: Any) -> str | None:
         return ising_refusal(form, self.kinds)
@@ -98,12 +102,20 @@ class Neal(Backend):
                 best_s = samples_to_array(ss, n)[j]
                 ctx.report(best_E)
 
+        stop = "rounds"
         if options.fill_time and ctx.time_limit is not None:
             run(1)  # calibration read
-            chunk_time = max(ctx.time_limit / 10, 0.2)
+            stagnation = Stagnation(options.patience)
+            stop = "time_limit"
             while not ctx.should_stop():
                 assert per_read is not None
-                k = int(min(ctx.remaining() * 0.95, max(chunk_time, per_read)) / max(per_read, 1e-9))
+                if stagnation.update(best_E, ctx.elapsed()):
+                    stop = "stagnated"
+                    break
+                # chunks grow with the elapsed time (a small model stops early), at most a tenth of the
+                # limit, and end by 80% of what remains (a sampler call cannot be interrupted)
+                chunk_time = min(ctx.time_limit / 10, max(0.02, 0.5 * ctx.elapsed()))
+                k = int(min(ctx.remaining() * 0.8, max(chunk_time, per_read)) / max(per_read, 1e-9))
                 if k < 1:
                     break
                 run(k)
@@ -111,11 +123,12 @@ class Neal(Backend):
             run(max(1, options.num_reads))
         assert best_s is not None
         E, chk = energy_check(problem, best_s, best_E)
-        status = (
-            Status.INTERRUPTED
-            if ctx.interrupted
-            else (Status.TIME_LIMIT if options.fill_time and ctx.time_limit is not None else Status.FEASIBLE)
-        )
+        if ctx.interrupted:
+            status, stop = Status.INTERRUPTED, "interrupted"
+        elif stop == "time_limit":
+            status = Status.TIME_LIMIT
+        else:
+            status = Status.FEASIBLE
         return RawSolution(
             status=status,
             values={"s": best_s},
@@ -127,6 +140,7 @@ class Neal(Backend):
                 "reads": reads,
                 "num_sweeps": options.num_sweeps,
                 "seconds_per_read": per_read,
+                "stop": stop,
             },
             checks={"energy_recomputed": chk},
         )

@@ -13,20 +13,26 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 BRUTE_FORCE_MAX_N = 24
 
 
 # ----------------------------------------------------------------------------- sparse couplings
-def to_torch_csr(J: sp.csr_matrix, device: Any = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """scipy CSR (n, n) → torch sparse CSR tensor on `device` in `dtype` (int64 indices)."""
+def to_torch_csr(J: sp.csr_matrix, device: Any = "cpu", dtype: torch.dtype | None = None) -> torch.Tensor:
+    """scipy CSR (n, n) → torch sparse CSR tensor on `device` in `dtype` (default float32; int64 indices)."""
+    dtype = torch.float32 if dtype is None else dtype
     J = sp.csr_matrix(J)
     J.sort_indices()
     with warnings.catch_warnings():
@@ -96,7 +102,7 @@ def _priority(n: int, device: Any) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- local search
-@torch.no_grad()
+@no_grad
 def descent_with_fields(
     Jt: torch.Tensor,
     h_t: torch.Tensor,

@@ -18,16 +18,22 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
-from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.base import Backend, RawSolution, RunContext, Status, missing_package
 from optlang.backends.ising.ops import brute_force_min, one_flip_descent, to_torch_csr
 from optlang.backends.maxcut.bounds import dense_weights
 from optlang.backends.maxcut.common import edgeless, refuse_maxcut
 from optlang.backends.maxcut.gw import gw_round
 from optlang.backends.maxcut.proxy import load_model, proxy_solve
 from optlang.backends.maxcut.reduce import MaxCutForm, to_maxcut
+from optlang.errors import OptionError
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
@@ -198,6 +204,8 @@ class BranchAndBound(Backend):
             return RawSolution(
                 Status.ERROR, {}, info={"error": "bounder must be proxy|bm|cvxpy, branching uncertain|certain"}
             )
+        if options.bounder == "cvxpy" and (missing := missing_package("cvxpy")):
+            raise OptionError("bounder", f"bounder 'cvxpy' {missing}", hint="use bounder = \"proxy\" or \"bm\"")
         mc = to_maxcut(problem)
         if mc.W.nnz == 0:
             return edgeless(problem, mc)
@@ -269,6 +277,8 @@ class BranchAndBound(Backend):
             "bounder": options.bounder,
             "cut": mc.offset - e,
             "integral": S.integral,
+            # proved: the tree closed (bound meets incumbent); else the limit that ended the search
+            "stop": "proved" if closed else str(stopped or Status.ITERATION_LIMIT),
         }
         return RawSolution(
             status=status,

@@ -9,18 +9,26 @@ float64 with a margin covering the eigensolver's backward error, so the bound is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-import torch
+
+from optlang.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 EPS64 = float(np.finfo(np.float64).eps)
 
 
 def dense_weights(
-    W: sp.spmatrix | np.ndarray, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float64
+    W: sp.spmatrix | np.ndarray, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
 ) -> torch.Tensor:
-    """Symmetric weights as a dense torch tensor on `device`."""
+    """Symmetric weights as a dense torch tensor on `device` (default float64)."""
+    dtype = torch.float64 if dtype is None else dtype
     arr = W.toarray() if sp.issparse(W) else np.asarray(W)
     return torch.as_tensor(np.asarray(arr, dtype=np.float64), device=device).to(dtype)
 

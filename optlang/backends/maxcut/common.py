@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,10 +59,19 @@ def energy_check(problem: IsingProblem, mc: MaxCutForm, s: np.ndarray, cut: floa
     return e, (ok, f"energy {e:.6f} recomputed from J, h vs offset − cut = {want:.6f}")
 
 
-def status_for(energy: float, lower: float, integral: bool, ctx: RunContext, stopped_early: bool) -> Status:
-    """OPTIMAL when the bound proves the energy optimal, else FEASIBLE (or the stop status)."""
-    slack = 1.0 - 1e-6 if integral else 1e-9 * max(1.0, abs(energy))
-    if lower > energy - slack:
+def proven_lower(mc: MaxCutForm, cut_bound: float) -> float:
+    """The energy lower bound a relaxation proves for the model itself, from its certified upper
+    bound on the cut. With integer weights every cut is an integer, so cut ≤ ⌊bound⌋ (a bound of
+    12.5 proves a cut of 12 optimal); otherwise the relaxation's bound as it is."""
+    if is_integral(mc):
+        cut_bound = math.floor(cut_bound + 1e-6)  # +1e-6: never round a bound of 12.9999999 down to 12
+    return mc.offset - cut_bound
+
+
+def status_for(energy: float, lower: float, ctx: RunContext, stopped_early: bool) -> Status:
+    """OPTIMAL only when the proven lower bound meets the energy (gap 0 within float tolerance);
+    otherwise FEASIBLE (or the stop status) — a relaxation's optimum is not the model's."""
+    if lower >= energy - 1e-9 * max(1.0, abs(energy)):
         return Status.OPTIMAL
     if stopped_early:
         return ctx.stop_status(Status.FEASIBLE)

@@ -11,15 +11,19 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import torch
-
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut.bounds import certificate, dense_weights
-from optlang.backends.maxcut.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
+from optlang.backends.maxcut.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
 from optlang.backends.maxcut.gw import gw_round
 from optlang.backends.maxcut.proxy import REFINE_SCHEDULE, ProxyResult, load_model, proxy_solve
 from optlang.backends.maxcut.reduce import MaxCutForm, to_maxcut
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
@@ -98,7 +102,7 @@ def sdp_bound(problem: IsingProblem, ctx: RunContext) -> float:
     if mc.W.nnz == 0:
         return float(mc.offset)
     res = run_proxy(mc, ctx, refine_steps=GNNSDPOptions.refine_steps, target_gap=GNNSDPOptions.target_gap)
-    return float(mc.offset - res.bound)
+    return float(proven_lower(mc, res.bound))  # integer weights: rounded down to an integer cut
 
 
 class GNNSDP(Backend):
@@ -137,11 +141,11 @@ class GNNSDP(Backend):
             )
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
-        lower = mc.offset - res.bound
+        lower = proven_lower(mc, res.bound)  # integer weights: the bound rounded down to an integer cut
         ctx.report(energy, lower, stage="rounding")
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), res.dual.y, cut)
         checks["energy_recomputed"] = echeck
-        status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
+        status = status_for(energy, lower, ctx, ctx.should_stop())
         if status == Status.FEASIBLE and res.stopped == "time":  # stopped early to finish within the limit
             status = Status.TIME_LIMIT if not ctx.interrupted else ctx.stop_status(Status.FEASIBLE)
         info = {

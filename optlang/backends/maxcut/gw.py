@@ -8,12 +8,18 @@ float64 from W.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from optlang.backends.ising.ops import descent_with_fields, to_torch_csr
+from optlang.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 def cuts_of(W: sp.csr_matrix, S: np.ndarray) -> np.ndarray:

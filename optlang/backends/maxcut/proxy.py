@@ -13,12 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from optlang.backends.maxcut.bm import bm_ascent, default_rank, pad_rank, random_factor
 from optlang.backends.maxcut.bounds import DualBound, cs_dual, primal_value, shift_dual, try_shift
-from optlang.backends.maxcut.model import GNNSDP, load_weights
+from optlang.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import torch
+
+    from optlang.backends.maxcut.model import GNNSDP
+else:
+    torch = lazy_module("torch")
 
 # (first check, growth) of the Cholesky certificate schedule: from the network's V, and for `sdp-bm`
 # from a random V (its standard schedule, unchanged). Chosen on tuning graphs (seeds 777, 778; see
@@ -36,6 +42,8 @@ WEIGHTS = Path(__file__).resolve().parent / "weights" / "gnnsdp.safetensors"
 
 @cache
 def _load(path: str, device: str, dtype: torch.dtype) -> GNNSDP:
+    from optlang.backends.maxcut.model import load_weights  # the network (torch.nn) only when used
+
     return load_weights(path, device=device, dtype=dtype)
 
 

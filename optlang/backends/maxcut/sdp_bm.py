@@ -7,15 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import torch
-
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut.bounds import certificate, dense_weights
-from optlang.backends.maxcut.common import edgeless, energy_check, is_integral, refuse_maxcut, status_for
+from optlang.backends.maxcut.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
 from optlang.backends.maxcut.gw import gw_round
 from optlang.backends.maxcut.proxy import BM_SCHEDULE, proxy_solve
 from optlang.backends.maxcut.reduce import to_maxcut
+from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
@@ -71,11 +75,11 @@ class SDPBM(Backend):
             t, cut = gw_round(mc.W, res.V, options.planes, gen, options.local_search, options.polish)
         s = mc.spins(t)
         energy, echeck = energy_check(problem, mc, s, cut)
-        lower = mc.offset - res.bound
+        lower = proven_lower(mc, res.bound)  # integer weights: the bound rounded down to an integer cut
         ctx.report(energy, lower, stage="rounding")
         checks = certificate(torch.as_tensor(mc.W.toarray(), dtype=torch.float64), res.dual.y, cut)
         checks["energy_recomputed"] = echeck
-        status = status_for(energy, lower, is_integral(mc), ctx, ctx.should_stop())
+        status = status_for(energy, lower, ctx, ctx.should_stop())
         if status == Status.FEASIBLE and res.gap > target and res.refine_steps >= steps:
             status = Status.ITERATION_LIMIT  # the SDP was not solved to the requested gap
         info = {

@@ -21,14 +21,18 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.common import check_choice
 from optlang.backends.minimax.loop import LoopSettings, MinimaxOracle, Tensors, minimax_loop, minimax_refusal
 from optlang.backends.minimax.stationarity import sq_norm
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module
 from optlang.problem import MinimaxProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
@@ -234,6 +238,7 @@ class AdaSGDA(Backend):
     kinds = frozenset({"minimax"})
     summary = "orthogonalized adaptive two-time-scale stochastic GDA (variant base | vr), parameter-free defaults"
     priority = 10
+    preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
 
     @dataclass
     class Options:

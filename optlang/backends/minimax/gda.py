@@ -63,6 +63,7 @@ class GDA(Backend):
     kinds = frozenset({"minimax"})
     summary = "projected gradient descent-ascent with fixed steps lr_x, lr_y (baseline)"
     priority = 60
+    preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
 
     @dataclass
     class Options:

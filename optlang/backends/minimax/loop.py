@@ -14,22 +14,27 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import torch
 
 from optlang.backends.base import RawSolution, RunContext, Status, interrupt_to_flag
 from optlang.backends.common import finite, init_tensors, to_numpy
 from optlang.backends.minimax.stationarity import mapping_sq, project, sq_norm, stationarity_report, value_and_grads
+from optlang.backends.stopping import Stagnation
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MinimaxProblem, Variable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
 
-Tensors = dict[str, torch.Tensor]
-
+Tensors = dict[str, "torch.Tensor"]
 Callback = Callable[[int, Tensors, Tensors], bool]
 
 DEFAULT_MAX_ITER = 10_000
-
+STALL_ITERS = 1000  # iterations without a 1% better proxy before a run counts as stagnated
 BLOWUP = 1e8  # a gradient this many times the first one means the run diverged
 
 
@@ -50,11 +55,11 @@ class MinimaxOracle:
         f, g = value_and_grads(self.fn, {**x, **y}, self.x_names + self.y_names, batch)
         return f, {k: g[k] for k in self.x_names}, {k: g[k] for k in self.y_names}
 
-    @torch.no_grad()
+    @no_grad
     def project_x_(self, x: Tensors) -> None:
         _project_(self.problem.min_vars, x)
 
-    @torch.no_grad()
+    @no_grad
     def project_y_(self, y: Tensors) -> None:
         _project_(self.problem.max_vars, y)
 
@@ -174,6 +179,10 @@ def minimax_loop(
     status: Status | None = Status.CONVERGED if p0 == 0.0 else None
     verifications: list[dict[str, Any]] = []
     stopped_by_callback = False
+    # stagnation (stopping.py): the best proxy has not fallen by 1% in STALL_ITERS iterations and in as
+    # many iterations and seconds again as it took to reach it (a cycling or creeping run ends early)
+    stagnation = Stagnation(STALL_ITERS, rtol=1e-2, floor=0.0)
+    stop = ""
     t = 0
     last_f = float(f0)
 
@@ -222,6 +231,9 @@ def minimax_loop(
                 if finite(*fgx.values(), *fgy.values()) and consider(oracle.proxy(x, y, fgx, fgy), {**x, **y}):
                     status = Status.CONVERGED
                     break
+            if stagnation.update(best_p, ctx.elapsed()):
+                status, stop = Status.FEASIBLE, "stagnated"
+                break
             if callback is not None and callback(t, x, y):
                 stopped_by_callback = True
                 status = ctx.stop_status(Status.ITERATION_LIMIT)
@@ -249,6 +261,11 @@ def minimax_loop(
         "verifications": verifications,
         **rule.info(),
     }
+    if not stop:
+        stop = {Status.CONVERGED: "converged", Status.TIME_LIMIT: "time_limit", Status.DIVERGED: "diverged"}.get(
+            status, "interrupted" if ctx.interrupted else "iteration_limit"
+        )
+    info["stop"] = stop
     if stopped_by_callback:
         info["stopped_by_callback"] = True
     checks: dict[str, tuple[bool, str]] = {}

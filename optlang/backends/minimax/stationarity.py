@@ -12,17 +12,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.common import finite
 from optlang.backends.common import project as _project
+from optlang.lazy import lazy_module
 from optlang.problem import Domain, MinimaxProblem, Variable
 
-Fn = Callable[..., torch.Tensor]
-Tensors = dict[str, torch.Tensor]
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
+
+Fn = Callable[..., "torch.Tensor"]
+Tensors = dict[str, "torch.Tensor"]
 
 
 def project(domain: Domain, x: torch.Tensor) -> torch.Tensor:

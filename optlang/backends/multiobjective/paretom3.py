@@ -455,6 +455,7 @@ class ParetoM3(Backend):
     summary = "ParetoM³: penalized min-max-min over the weak Pareto set (x descent, y ascent, λ softmin, ρ schedule)"
     priority = 10
     Options = ParetoM3Options
+    preload = ("torch._dynamo", "torch.func")  # first autograd/vmap use imports them (seconds)
 
     def refuse(self, form: Any) -> str | None:
         return refuse_multiobjective(form, self.kinds)

@@ -55,6 +55,7 @@ class WeightedSum(Backend):
     summary = "scalarization sweep over simplex weights (projected Adam), best swept point or the swept front"
     priority = 60
     Options = WeightedSumOptions
+    preload = ("torch._dynamo", "torch.func")  # first autograd/vmap use imports them (seconds)
 
     def refuse(self, form: Any) -> str | None:
         return refuse_multiobjective(form, self.kinds)

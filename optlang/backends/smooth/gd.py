@@ -8,13 +8,18 @@ chosen. General constraints are refused: this backend cannot honour them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from optlang.analysis import Form
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.common import KeepBest, finite, init_tensors, project_all_, to_numpy
+from optlang.lazy import lazy_module
 from optlang.problem import SmoothProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 @dataclass
@@ -35,6 +40,7 @@ class GD(Backend):
     summary = "projected L-BFGS / Adam in torch (local optimum; box, simplex, ball, nonnegativity)"
     priority = 60
     Options = GDOptions
+    preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Form) -> str | None:
         base = super().refuse(form)

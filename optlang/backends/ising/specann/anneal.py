@@ -11,13 +11,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from optlang.backends.ising.ops import to_torch_csr
+from optlang.lazy import lazy_module, no_grad
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 def two_coloring(J: sp.csr_matrix, max_levels: int = 20_000) -> np.ndarray | None:
@@ -131,7 +136,7 @@ class ColorBlocks:
         return len(self.bounds)
 
 
-@torch.no_grad()
+@no_grad
 def anneal(
     blocks: ColorBlocks,
     h_t: torch.Tensor,

@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.ising.ops import (
@@ -27,8 +26,15 @@ from optlang.backends.ising.ops import (
 )
 from optlang.backends.ising.specann.anneal import ColorBlocks, anneal, color_classes, temperature_scale
 from optlang.backends.ising.specann.eigen import path_sweep, round_eigenspace
+from optlang.backends.stopping import Stagnation
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import IsingProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 REFINES = ("anneal", "ils", "none")
 PREDICTORS = ("inverse", "forward", "none")
@@ -54,6 +60,7 @@ class SpecAnnOptions:
     perturb: float = 0.05  # ils: fraction of spins flipped before each descent
     spectral_fraction: float = 0.1  # most of the time limit the path sweep may use
     rounds: int = 3  # refinement rounds when no time limit is given (max_iter overrides)
+    patience: int = 10  # time-limited: stop after rounds without a better state (stopping.py); 0: fill the limit
     threads: int = 1  # torch CPU threads during the solve (0: leave torch's setting)
 
 
@@ -129,7 +136,7 @@ class SpecAnn(Backend):
             return _solve(problem, options, ctx)
 
 
-@torch.no_grad()
+@no_grad
 def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSolution:
     n0 = problem.n
     P = problem.with_field_spin()
@@ -204,6 +211,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
 
     # ---- phase 4: refinement of the elite pool
     rounds = sweeps_total = 0
+    stop = ""
     max_rounds = ctx.max_iter if ctx.max_iter is not None else (None if limit is not None else opt.rounds)
     n_colors = 0
     if opt.refine != "none":
@@ -215,7 +223,11 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
             sigma, delta = temperature_scale(P.J, P.h)
             T_end = opt.t_end * delta / math.log(100.0)
             color_time = time.perf_counter() - t_c
+        stagnation = Stagnation(opt.patience if max_rounds is None else 0)
         while not stop_all() and (max_rounds is None or rounds < max_rounds):
+            if stagnation.update(inc.best_E, ctx.elapsed()):
+                stop = "stagnated"
+                break
             S = inc.starts(B)
             budget = math.inf if limit is None else max(limit - reserve - ctx.elapsed(), 0.0)
             if opt.refine == "anneal":
@@ -244,13 +256,15 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
     claimed = inc.best_E + const
     E, chk = energy_check(problem, s, claimed)
     if ctx.interrupted:
-        status = Status.INTERRUPTED
-    elif limit is not None and (ctx.elapsed() >= limit - reserve - 1e-3 or max_rounds is None):
-        status = Status.TIME_LIMIT
-    elif ctx.max_iter is not None and rounds >= ctx.max_iter:
-        status = Status.ITERATION_LIMIT
-    else:
+        status, stop = Status.INTERRUPTED, "interrupted"
+    elif stop == "stagnated":
         status = Status.FEASIBLE
+    elif limit is not None and (ctx.elapsed() >= limit - reserve - 1e-3 or max_rounds is None):
+        status, stop = Status.TIME_LIMIT, "time_limit"
+    elif ctx.max_iter is not None and rounds >= ctx.max_iter:
+        status, stop = Status.ITERATION_LIMIT, "iteration_limit"
+    else:
+        status, stop = Status.FEASIBLE, "rounds"
     info: dict[str, Any] = {
         **ising_info(problem, E),
         "n_spins": n,
@@ -261,6 +275,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         "time_to_first": inc.first_time,
         "refine": opt.refine,
         "rounds": rounds,
+        "stop": stop,
         "sweeps": sweeps_total,
         "colors": n_colors,
         "torch_energy": claimed,

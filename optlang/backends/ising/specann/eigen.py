@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+from optlang.lazy import lazy_module, no_grad
 
-MatMul = Callable[[torch.Tensor], torch.Tensor]
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
+
+
+MatMul = Callable[["torch.Tensor"], "torch.Tensor"]
 
 
 @dataclass
@@ -36,7 +43,7 @@ def _rayleigh_ritz(Q: torch.Tensor, AQ: torch.Tensor, k: int) -> tuple[torch.Ten
     return w[:k], C[:, :k].to(Q.dtype)
 
 
-@torch.no_grad()
+@no_grad
 def lobpcg(
     A: MatMul,
     X0: torch.Tensor,
