@@ -128,8 +128,9 @@ def test_localsearch_deterministic_local_minimum():
         t = s.copy()
         t[i] = -t[i]
         assert p.energy(t) >= r1.objective - 1e-6
-    r3 = b.solve(p, b.make_options({"batch": 8}), RunContext(seed=7, time_limit=0.3))
-    assert r3.status == Status.TIME_LIMIT and r3.iterations >= 1
+    # patience 0 fills the limit (by default a stagnating search stops early: tests/test_stopping.py)
+    r3 = b.solve(p, b.make_options({"batch": 8, "patience": 0}), RunContext(seed=7, time_limit=0.3))
+    assert r3.status == Status.TIME_LIMIT and r3.iterations >= 1 and r3.info["stop"] == "time_limit"
     r4 = b.solve(p, b.make_options({"batch": 8}), RunContext(seed=7, max_iter=2))
     assert r4.status == Status.ITERATION_LIMIT and r4.iterations == 2
 
@@ -151,8 +152,8 @@ def test_neal_conversion_gives_identical_energies():
 
     ss = SimulatedAnnealingSampler().sample(bqm, num_reads=3, num_sweeps=10, seed=2)
     np.testing.assert_allclose(p.energy(samples_to_array(ss, 12)), ss.record.energy, atol=1e-9)
-    r2 = b.solve(p, b.make_options({"num_sweeps": 100}), RunContext(seed=1, time_limit=0.5))
-    assert r2.status == Status.TIME_LIMIT and r2.info["reads"] >= 2
+    r2 = b.solve(p, b.make_options({"num_sweeps": 100, "patience": 0}), RunContext(seed=1, time_limit=0.5))
+    assert r2.status == Status.TIME_LIMIT and r2.info["reads"] >= 2 and r2.info["stop"] == "time_limit"
     assert Neal.auto is False
 
 

@@ -232,7 +232,10 @@ class Backend(ABC):
         import importlib
 
         for mod in (("torch",) if self.uses_torch else ()) + self.preload:
-            importlib.import_module(mod)
+            try:
+                importlib.import_module(mod)
+            except ImportError:  # an optional helper (e.g. one cvxpy solver) absent: the solve says so
+                pass
 
     def refuse(self, form: Form) -> str | None:
         """A sentence saying why this backend cannot solve `form`, or None if it can."""
