@@ -99,7 +99,7 @@ class KeepBest:
             self.value = value
             self.state = {k: t.detach().clone() for k, t in self.tensors.items()}
 
-    @torch.no_grad()
+    @no_grad
     def restore(self) -> None:
         """Copy the best iterate back into the tensors."""
         for k, t in self.tensors.items():

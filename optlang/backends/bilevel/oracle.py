@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.base import RunContext
 from optlang.backends.common import init_tensors, project
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import BilevelProblem, TorchFunction, Variable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 FLOOR_CAP = 1e-2  # the dtype rounding floor never loosens the KKT test beyond 1% of ‖∇f‖
 
@@ -48,7 +53,7 @@ class FlatVars:
             return torch.zeros(0, dtype=ctx.dtype, device=ctx.device)
         return torch.cat([ts[v.name].reshape(-1) for v in self.variables]).clone()
 
-    @torch.no_grad()
+    @no_grad
     def project_(self, x: torch.Tensor) -> torch.Tensor:
         """Project x onto the product of the domains, in place; returns x."""
         if self.needs_projection:
@@ -127,7 +132,7 @@ class Oracle:
         v2, g2 = self.grad(x, self.draw(half))
         return 0.5 * (v1 + v2), 0.5 * (g1 + g2), g1, g2
 
-    @torch.no_grad()
+    @no_grad
     def value(self, x: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
         return self.fn(self.flat.unpack(x), batch)
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.bilevel.oracle import (
@@ -31,8 +29,14 @@ from optlang.backends.bilevel.oracle import (
     refuse_bilevel,
 )
 from optlang.backends.common import finite
+from optlang.lazy import lazy_module
 from optlang.problem import BilevelProblem
 from optlang.result import jsonable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 MAX_ROLLBACKS = 5  # adaptive steps: blow-ups answered by 4× curvature estimates before `diverged`
 # automatic settings for stochastic levels, chosen on held-out regressions (docs/backends/sdbpg.md)

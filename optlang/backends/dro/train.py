@@ -13,15 +13,20 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.base import RunContext, Status
 from optlang.backends.common import KeepBest, finite, init_tensors, project_all_, to_numpy
 from optlang.backends.dro.common import Regions, RobustValue, robust_value
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import DROProblem, LinearResidual
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 _EXP_CLAMP = 60.0
 
@@ -128,7 +133,7 @@ class RegionObjective(Objective):
             h = lam * self.rho[k] + mu + lam * (torch.exp(z) - 1.0)
         return (coef * h).sum()
 
-    @torch.no_grad()
+    @no_grad
     def refresh(self, values: dict[str, torch.Tensor]) -> None:
         loss = full_losses(self.fn, values, self.n, self.chunk).to("cpu", torch.float64).numpy()
         rv = self.exact(loss)

@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.common import check_choice
 from optlang.backends.minimax.loop import (
@@ -20,7 +18,13 @@ from optlang.backends.minimax.loop import (
     minimax_refusal,
 )
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MinimaxProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
@@ -32,7 +36,7 @@ class FixedStepGDA:
     def __init__(self, lr_x: float, lr_y: float, alternating: bool) -> None:
         self.lr_x, self.lr_y, self.alternating = lr_x, lr_y, alternating
 
-    @torch.no_grad()
+    @no_grad
     def update(
         self,
         t: int,

@@ -6,15 +6,20 @@ front summary and the refusals. Used by `paretom3` (the research method) and `we
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.base import RunContext
 from optlang.backends.common import project
 from optlang.backends.multiobjective.metrics import nondominated_mask
+from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MultiObjectiveProblem, Variable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 class BatchEval:
@@ -107,7 +112,7 @@ class ProjectedAdam:
         self.b1, self.b2 = betas
         self.t = 0
 
-    @torch.no_grad()
+    @no_grad
     def step(self, X: dict[str, torch.Tensor], G: dict[str, torch.Tensor], factor: float) -> None:
         self.t += 1
         c1 = 1 - self.b1**self.t

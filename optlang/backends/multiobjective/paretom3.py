@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.multiobjective.common import (
@@ -41,7 +40,13 @@ from optlang.backends.multiobjective.common import (
 )
 from optlang.backends.multiobjective.metrics import directions, dominates, hypervolume, nondominated_mask
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem, Variable
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 # ----------------------------------------------------------------------------- the M³ loop
 

@@ -11,10 +11,9 @@ weakness, measured in benchmarks/multiobjective.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.multiobjective.common import (
@@ -32,7 +31,13 @@ from optlang.backends.multiobjective.common import (
 )
 from optlang.backends.multiobjective.metrics import directions, hypervolume, nondominated_mask
 from optlang.errors import OptionError
+from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
 
 
 @dataclass
