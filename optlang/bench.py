@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optlang.compare import ATOL, RTOL, add_common_arguments, best_of, has_value, parse_assignments, split_backends
+from optlang.compare.cli import add_common_arguments, parse_assignments, report_format, split_backends
+from optlang.compare.stats import ATOL, RTOL, best_of, has_value
 from optlang.executors import Job, JobFn, execute, make_executor, stream
 from optlang.result import Result
 
@@ -62,6 +63,7 @@ class ModelEntry:
     backends: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
     error: str | None = None  # the model did not load: no runs
+    time_limit: float | None = None  # the model's own time_limit (its solver block), if any
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -72,7 +74,7 @@ def inspect_model(
 ) -> ModelEntry:
     """Load a model to learn its kind, sense and applicable backends; a load error is recorded, not raised."""
     import optlang
-    from optlang.compare import candidate_backends
+    from optlang.compare.orchestrate import candidate_backends, model_time_limit
 
     entry = ModelEntry(id=str(path), name=path.stem)
     try:
@@ -81,6 +83,7 @@ def inspect_model(
         entry.kind = getattr(model, "kind", "")
         entry.sense = getattr(getattr(model, "form", None), "sense", "minimize") or "minimize"
         entry.backends, entry.refused = candidate_backends(model, requested)
+        entry.time_limit = model_time_limit(model)
     except Exception as e:  # one broken model must not stop the suite
         entry.error = " ".join(str(getattr(e, "message", e)).split())[:500]
     return entry
@@ -360,9 +363,17 @@ def plan_jobs(
     data: dict[str, str],
     options: dict[str, Any] | None = None,
 ) -> list[Job]:
-    """Every (model, backend, seed) job, seeds outermost so a cut-short suite covers all models."""
+    """Every (model, backend, seed) job, seeds outermost so a cut-short suite covers all models.
+
+    time_limit None: each model's own time_limit, else DEFAULT_TIME_LIMIT (as `compare` does).
+    """
+    from optlang.compare.orchestrate import DEFAULT_TIME_LIMIT
+
+    def limit(m: ModelEntry) -> float:
+        return time_limit if time_limit is not None else (m.time_limit or DEFAULT_TIME_LIMIT)
+
     return [
-        Job(m.id, b, s, time_limit, device, params, data, dict(options or {}), r)
+        Job(m.id, b, s, limit(m), device, params, data, dict(options or {}), r)
         for r, s in enumerate(seeds)
         for m in models
         if not m.error
@@ -463,7 +474,6 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from optlang import report
-    from optlang.compare import report_format
 
     console = Console()
     b = bench(
@@ -498,7 +508,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m optlang.bench ...` and `python -m optlang.compare ...` without the full CLI."""
-    from optlang import compare
+    from optlang.compare import cli as compare
 
     parser = argparse.ArgumentParser(prog="optlang")
     sub = parser.add_subparsers(dest="command", required=True)

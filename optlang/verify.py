@@ -17,7 +17,7 @@ from optlang.backends.base import RawSolution, RunContext, Status
 from optlang.compiler import Compiled
 from optlang.ir.evaluate import evaluate_np
 from optlang.planner import Plan
-from optlang.result import Check, Result
+from optlang.result import Check, Result, consistent_status
 
 if TYPE_CHECKING:
     from optlang.api import Model
@@ -86,6 +86,9 @@ def verify(
     gap = None
     if bound is not None and objective is not None:
         gap = abs(bound - objective) / max(1.0, abs(objective))
+    status, why = consistent_status(status, gap)  # never `optimal` with a positive gap
+    if why:
+        info["status_claimed"], info["status_note"] = raw.status.value, why
     history = tuple(
         (
             float(t),

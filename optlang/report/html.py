@@ -10,7 +10,7 @@ from optlang.report import fmt, panels, svg
 
 if TYPE_CHECKING:
     from optlang.bench import BenchReport
-    from optlang.compare import Comparison
+    from optlang.compare.comparison import Comparison
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1b1b1b;margin:0;background:#fafafa}

@@ -13,7 +13,7 @@ from optlang.report import fmt, panels
 
 if TYPE_CHECKING:
     from optlang.bench import BenchReport
-    from optlang.compare import Comparison
+    from optlang.compare.comparison import Comparison
 
 
 def _esc(v: Any) -> str:

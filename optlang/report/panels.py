@@ -12,11 +12,11 @@ import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from optlang.compare import has_value
+from optlang.compare.stats import has_value
 from optlang.report import svg
 
 if TYPE_CHECKING:
-    from optlang.compare import Comparison
+    from optlang.compare.comparison import Comparison
     from optlang.result import Result
 
 MAX_GRID = 240
