@@ -1,7 +1,7 @@
 """Reports of comparisons and suites: HTML (self-contained, inline SVG), Markdown, JSON, console tables.
 
 `render(obj, fmt)` takes a compare.Comparison or a bench.BenchReport; `write` puts it in a file.
-The SVG plotting lives in svg.py, result → chart data in panels.py.
+Results → plotted series in panels.py, matplotlib drawing (inline SVG) in plots.py, maths in maths.py.
 """
 
 from __future__ import annotations

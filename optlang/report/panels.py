@@ -1,8 +1,13 @@
-"""Turn Results into chart data and SVG: convergence curves with bands, kind-specific panels.
+"""Turn Results into the series a report plots (pure data: no drawing, no files).
 
-Panels: cut/energy distribution over repeats (maxcut, ising), Pareto front scatter
-(multiobjective, info["front"]), per-region table and bars (dro, any info["regions"]).
-Shared by the HTML and Markdown renderers; nothing here writes files.
+The rule every plotted line follows: it is a quantity of the user's model. A run's solid line is its
+incumbent objective — its history reports, only when the backend's last report equals the objective
+Result recomputed from the model (so the backend reports the model's quantity), as a running best, with
+every report beyond the final recomputed objective removed (an incumbent cannot be better than where it
+ends: such values are relaxations or surrogates). Its dashed line is its bound, only when valid (its
+bound check passed and no run's recomputed objective beats it), as a running tightest bound. What is
+left out of the objective lines — relaxation values, a backend's own surrogate loss — goes to
+`own_values`, which a report shows only in a panel labelled as such, one backend per plot.
 """
 
 from __future__ import annotations
@@ -10,37 +15,107 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from optlang.compare.stats import has_value
-from optlang.report import svg
 
 if TYPE_CHECKING:
     from optlang.compare.comparison import Comparison
     from optlang.result import Result
 
 MAX_GRID = 240
+# A backend's last report "equals" the recomputed objective within this relative tolerance (float32 backends).
+SAME_QUANTITY_RTOL = 1e-4
+
+Points = list[tuple[float, float]]
 
 
-# ----------------------------------------------------------------------------- convergence
-def run_trace(r: Result, column: int) -> list[tuple[float, float]]:
-    """(time, value) points of one run: history column 1 = objective, 2 = bound; final value appended."""
-    pts = [
+# ----------------------------------------------------------------------------- one run
+def end_time(r: Result) -> float | None:
+    t = r.timing.get("solve", r.timing.get("total"))
+    return None if t is None or not math.isfinite(t) else float(t)
+
+
+def _tol(v: float) -> float:
+    return SAME_QUANTITY_RTOL * max(1.0, abs(v))
+
+
+def _finite_rows(r: Result, column: int) -> Points:
+    return [
         (float(row[0]), float(row[column]))
         for row in r.history
         if row[column] is not None and math.isfinite(float(row[column])) and math.isfinite(float(row[0]))
     ]
-    final = r.objective if column == 1 else r.bound
-    t_end = r.timing.get("solve", r.timing.get("total"))
-    if final is not None and math.isfinite(final):
-        if not pts:
-            pts = [(float(t_end or 0.0), float(final))]
-        elif t_end is not None and t_end > pts[-1][0] and column == 2:
-            pts.append((float(t_end), pts[-1][1]))  # a bound holds until the run ends
+
+
+def reports_model_objective(r: Result) -> bool:
+    """Does the backend's history report the model's objective? (its last report equals the recomputed one)"""
+    rows = _finite_rows(r, 1)
+    return has_value(r) and bool(rows) and abs(rows[-1][1] - float(r.objective)) <= _tol(float(r.objective))
+
+
+def objective_trace(r: Result, sense: str) -> tuple[Points, Points]:
+    """(incumbent points, left-out own reports) of one run; the incumbent ends at the recomputed objective."""
+    rows = _finite_rows(r, 1)
+    if not has_value(r):
+        return [], rows
+    final = float(r.objective)
+    sign = 1.0 if sense == "maximize" else -1.0
+    kept: Points = []
+    own: Points = []
+    if reports_model_objective(r):
+        best = None
+        for t, v in rows:
+            if sign * (v - final) > _tol(final):  # beyond where the incumbent ends: not an incumbent value
+                own.append((t, v))
+                continue
+            best = v if best is None or sign * (v - best) > 0 else best
+            kept.append((t, best))
+    else:
+        own = rows
+    t_end = end_time(r)
+    t_last = kept[-1][0] if kept else (t_end if t_end is not None else 0.0)
+    if t_end is not None and t_end > t_last:
+        t_last = t_end
+    if not kept or kept[-1][1] != final or kept[-1][0] < t_last:
+        kept.append((t_last, final))
+    return kept, own
+
+
+def bound_valid(r: Result, best_objective: float | None, sense: str) -> bool:
+    """A run's bound is plotted when its own bound check passed and no run's objective beats it."""
+    if any((not c.passed) and "bound" in c.name.lower() for c in r.checks):
+        return False
+    if r.bound is None or best_objective is None:
+        return r.bound is not None
+    sign = 1.0 if sense == "maximize" else -1.0
+    return sign * (best_objective - r.bound) <= 1e-6 + 1e-6 * max(1.0, abs(r.bound))
+
+
+def bound_trace(r: Result, sense: str, best_objective: float | None) -> Points:
+    """Running tightest valid bound of one run (dashed); empty when the run claims no valid bound."""
+    if r.bound is None or not math.isfinite(r.bound) or not bound_valid(r, best_objective, sense):
+        return []
+    sign = 1.0 if sense == "maximize" else -1.0
+    pts: Points = []
+    tight = None
+    for t, v in _finite_rows(r, 2):
+        if best_objective is not None and sign * (best_objective - v) > 1e-6 + 1e-6 * max(1.0, abs(v)):
+            continue  # an intermediate value the best objective beats is no bound
+        tight = v if tight is None or sign * (v - tight) < 0 else tight
+        pts.append((t, tight))
+    t_end = end_time(r)
+    final = float(r.bound)
+    if not pts:
+        pts = [(t_end or 0.0, final)]
+    elif t_end is not None and t_end > pts[-1][0]:
+        pts.append((t_end, pts[-1][1]))
     return pts
 
 
-def time_grid(traces: Sequence[list[tuple[float, float]]], log: bool) -> list[float]:
+# ----------------------------------------------------------------------------- several runs
+def time_grid(traces: Sequence[Points], log: bool) -> list[float]:
     """Sorted union of the traces' times, thinned to at most MAX_GRID points (log-spaced when log)."""
     ts = sorted({t for tr in traces for t, _ in tr if (t > 0 or not log)})
     if len(ts) <= MAX_GRID:
@@ -51,9 +126,7 @@ def time_grid(traces: Sequence[list[tuple[float, float]]], log: bool) -> list[fl
     return [lo + (hi - lo) * i / (MAX_GRID - 1) for i in range(MAX_GRID)]
 
 
-def band(
-    traces: Sequence[list[tuple[float, float]]], grid: Sequence[float]
-) -> tuple[list[float], list[float], list[float], list[float]]:
+def band(traces: Sequence[Points], grid: Sequence[float]) -> tuple[list[float], list[float], list[float], list[float]]:
     """Median, min and max over runs at each grid time (a run holds its last value; absent before its start)."""
     xs, med, lo, hi = [], [], [], []
     for t in grid:
@@ -75,52 +148,55 @@ def band(
     return xs, med, lo, hi
 
 
-def convergence_svg(c: Comparison, width: int = 760, height: int = 380) -> str:
-    """Objective (solid) and bound (dashed) against time, one colour per backend, min–max bands over repeats."""
-    obj_traces = {b: [run_trace(r, 1) for r in c.runs(b)] for b in c.backends}
-    bnd_traces = {
-        b: [run_trace(r, 2) for r in c.runs(b) if r.bound is not None or any(h[2] is not None for h in r.history)]
-        for b in c.backends
-    }
-    all_t = [t for trs in list(obj_traces.values()) + list(bnd_traces.values()) for tr in trs for t, _ in tr]
-    pos = [t for t in all_t if t > 0]
+@dataclass
+class Line:
+    """One plotted line of one backend: the median over repeats and the min–max band."""
+
+    backend: str
+    quantity: str  # "objective" | "bound" | "own"
+    xs: list[float]
+    ys: list[float]
+    lo: list[float] | None = None
+    hi: list[float] | None = None
+    runs: int = 1
+
+
+@dataclass
+class Convergence:
+    """The convergence panel's data: model-quantity lines, and the left-out own reports per backend."""
+
+    lines: list[Line] = field(default_factory=list)
+    own: dict[str, list[Points]] = field(default_factory=dict)  # backend -> its runs' left-out reports
+    logx: bool = False
+
+
+def convergence(c: Comparison) -> Convergence:
+    """Incumbent objective (solid) and valid bound (dashed) lines per backend, median and band over repeats."""
+    best = c.best_objective
+    obj: dict[str, list[Points]] = {}
+    bnd: dict[str, list[Points]] = {}
+    own: dict[str, list[Points]] = {}
+    for b in c.backends:
+        for r in c.runs(b):
+            kept, left = objective_trace(r, c.sense)
+            if kept:
+                obj.setdefault(b, []).append(kept)
+            if left:
+                own.setdefault(b, []).append(left)
+            bt = bound_trace(r, c.sense, best)
+            if bt:
+                bnd.setdefault(b, []).append(bt)
+    pos = [t for d in (obj, bnd) for trs in d.values() for tr in trs for t, _ in tr if t > 0]
     logx = bool(pos) and max(pos) / min(pos) > 100
-    series: list[svg.Series] = []
-    for i, b in enumerate(c.backends):
-        for traces, dash, label in ((obj_traces[b], "", b), (bnd_traces[b], "6,4", f"{b} bound")):
-            traces = [tr for tr in traces if tr]
+    out = Convergence(own=own, logx=logx)
+    for b in c.backends:
+        for quantity, traces in (("objective", obj.get(b, [])), ("bound", bnd.get(b, []))):
             if not traces:
                 continue
             xs, med, lo, hi = band(traces, time_grid(traces, logx))
             many = len(traces) > 1
-            series.append(
-                svg.Series(
-                    label,
-                    xs,
-                    med,
-                    svg.color(i),
-                    dash,
-                    lo if many else None,
-                    hi if many else None,
-                    step=True,
-                    markers=len(xs) <= 3,
-                )
-            )
-    title = f"Convergence ({c.sense}; median line, min–max band over repeats)"
-    if not series:
-        return svg.empty(title, "no run reported a scalar objective or bound over time", width)
-    ys = [y for s in series for y in list(s.ys) + list(s.lo or []) + list(s.hi or [])]
-    ylim = robust_limits(ys)
-    return svg.line_chart(
-        series,
-        title=title,
-        xlabel="time since solve start (s)",
-        ylabel="objective / bound",
-        logx=logx,
-        ylim=ylim,
-        width=width,
-        height=height,
-    )
+            out.lines.append(Line(b, quantity, xs, med, lo if many else None, hi if many else None, len(traces)))
+    return out
 
 
 def robust_limits(ys: Sequence[float]) -> tuple[float, float] | None:
@@ -138,21 +214,6 @@ def robust_limits(ys: Sequence[float]) -> tuple[float, float] | None:
 
 
 # ----------------------------------------------------------------------------- kind panels
-def distribution_svg(c: Comparison, width: int = 760) -> str:
-    """Final objective (cut or energy) of every repeat, one column per backend, best bound dashed."""
-    groups = [(b, [r.objective for r in c.runs(b) if has_value(r)]) for b in c.backends]
-    label = "cut" if c.kind == "maxcut" else ("energy" if c.kind == "ising" else "objective")
-    bound = c.best_bound
-    return svg.strip_chart(
-        groups,
-        title=f"{label} over repeats (bar = median" + ("; dashed = tightest bound)" if bound is not None else ")"),
-        ylabel=label,
-        reference=bound,
-        reference_label="tightest claimed bound",
-        width=width,
-    )
-
-
 def front_points(r: Result) -> tuple[list[str], list[list[float]]]:
     """Objective names and points of a run's Pareto front (info["front"]: [{"objectives": {...}}, ...])."""
     front = r.info.get("front") or []
@@ -171,25 +232,20 @@ def front_points(r: Result) -> tuple[list[str], list[list[float]]]:
     return names, pts
 
 
-def front_svg(c: Comparison, width: int = 760) -> str | None:
-    """Pareto front scatter of the first two objectives, every backend's fronts over repeats."""
-    groups = []
-    names: list[str] = []
-    for b in c.backends:
-        xs, ys = [], []
-        for r in c.runs(b):
-            n, pts = front_points(r)
-            if len(n) >= 2:
-                names = names or n
-                xs += [p[0] for p in pts]
-                ys += [p[1] for p in pts]
-        groups.append((b, xs, ys))
-    if not names:
+def returned_point(r: Result) -> tuple[list[str], list[float]] | None:
+    """The objective vector of the point a multi-objective run returned (info["objectives"]), if any."""
+    objs = r.info.get("objectives")
+    if not isinstance(objs, dict) or len(objs) < 2 or not r.status.has_solution:
         return None
-    extra = f" (first two of {len(names)} objectives)" if len(names) > 2 else ""
-    return svg.scatter_chart(
-        groups, title=f"Pareto front{extra}", xlabel=names[0], ylabel=names[1], width=width, connect=False
-    )
+    try:
+        return list(objs), [float(v) for v in objs.values()]
+    except (TypeError, ValueError):
+        return None
+
+
+def has_front(c: Comparison) -> bool:
+    """A multi-objective comparison with anything to draw in objective space (a front or returned points)."""
+    return any(len(front_points(r)[0]) >= 2 or returned_point(r) is not None for r in c.results)
 
 
 def region_rows(r: Result) -> list[dict[str, Any]]:
@@ -229,9 +285,9 @@ def best_run(c: Comparison, backend: str) -> Result | None:
     return runs[0] if runs else None
 
 
-def regions_svg(c: Comparison, width: int = 760) -> str | None:
-    """Grouped bars of the per-region metric of each backend's best run."""
-    data = []
+def regions(c: Comparison) -> tuple[str, list[str], list[tuple[str, list[float]]]] | None:
+    """(metric, region labels, [(backend, values)]) of each backend's best run, or None."""
+    data: list[tuple[str, list[float]]] = []
     categories: list[str] = []
     metric = None
     for b in c.backends:
@@ -243,19 +299,11 @@ def regions_svg(c: Comparison, width: int = 760) -> str | None:
         if metric is None:
             continue
         categories = categories or [region_label(row, i) for i, row in enumerate(rows)]
-        data.append(
-            (
-                b,
-                [float(row.get(metric, math.nan)) if _is_num(row.get(metric)) else math.nan for row in rows][
-                    : len(categories)
-                ],
-            )
-        )
+        vals = [float(row[metric]) if _is_num(row.get(metric)) else math.nan for row in rows]
+        data.append((b, vals[: len(categories)]))
     if not data or metric is None:
         return None
-    return svg.bar_chart(
-        categories, data, title=f"per-region {metric} (best run of each backend)", ylabel=metric, width=width
-    )
+    return metric, categories, data
 
 
 def _is_num(v: Any) -> bool:
@@ -264,7 +312,3 @@ def _is_num(v: Any) -> bool:
 
 def has_regions(c: Comparison) -> bool:
     return any(region_rows(r) for r in c.results)
-
-
-def has_front(c: Comparison) -> bool:
-    return any(len(front_points(r)[0]) >= 2 for r in c.results)
