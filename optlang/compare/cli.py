@@ -138,3 +138,14 @@ def run(args: argparse.Namespace) -> int:
     if not c.results or not any(r.status.has_solution for r in c.results):
         return 1
     return 6 if flags else 0
+
+
+def write_solve_report(model: Any, result: Any, args: argparse.Namespace, stream: Any) -> None:
+    """`optlang solve --report FILE`: a one-run report, format from the suffix (.html, .md, .json)."""
+    from optlang import report
+    from optlang.compare.orchestrate import of_solve
+
+    c = of_solve(model, result, args.model, parse_assignments(args.param, "-p"), args.time_limit)
+    fmt = report_format(args.report, None)
+    report.write(c, args.report, fmt)
+    print(f"report written to {args.report} ({fmt})", file=stream)

@@ -50,6 +50,7 @@ class Comparison:
     created: str = ""
     atol: float = ATOL
     rtol: float = RTOL
+    command: str = "compare"  # "solve" for the report of a single solve
 
     def runs(self, backend: str) -> list[Result]:
         return sorted((r for r in self.results if r.backend == backend), key=lambda r: r.seed)
@@ -90,6 +91,7 @@ class Comparison:
             "created": self.created,
             "atol": self.atol,
             "rtol": self.rtol,
+            "command": self.command,
             "best_objective": self.best_objective,
             "best_bound": self.best_bound,
             "summaries": [s.to_dict() for s in self.summaries()],
@@ -125,10 +127,9 @@ class Comparison:
             created=d.get("created", ""),
             atol=float(d.get("atol", ATOL)),
             rtol=float(d.get("rtol", RTOL)),
+            command=str(d.get("command", "compare")),
         )
 
 
 def _jsonable(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=str))
-
-

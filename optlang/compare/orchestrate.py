@@ -99,16 +99,7 @@ def compare(
         ex.close()
     order = {b: i for i, b in enumerate(names)}
     results = sorted((Result.from_dict(res) for _, res in pairs), key=lambda r: (order.get(r.backend, 99), r.seed))
-    latex = None
-    if hasattr(model, "latex"):
-        try:
-            latex = model.latex()
-        except Exception as e:  # the math is a nicety: a failure is noted, never fatal
-            latex = f"(LaTeX form unavailable: {e})"
-    try:
-        plan_text = model.plan(backend="auto").explain()
-    except Exception as e:
-        plan_text = f"(no automatic plan: {getattr(e, 'message', e)})"
+    latex, plan_text = model_texts(model)
     return Comparison(
         model=getattr(model, "name", Path(path).stem),
         path=path,
@@ -128,6 +119,52 @@ def compare(
         params=params,
         environment={**environment(device), "devices_used": sorted({r.device for r in results if r.device})},
         created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    )
+
+
+def model_texts(model: Any, backend: str = "auto") -> tuple[str | None, str]:
+    """The model's LaTeX form and plan explanation for a report; a failure is noted, never fatal."""
+    latex = None
+    if hasattr(model, "latex"):
+        try:
+            latex = model.latex()
+        except Exception as e:  # the math is a nicety
+            latex = f"(LaTeX form unavailable: {e})"
+    try:
+        plan_text = model.plan(backend=backend).explain()
+    except Exception as e:
+        plan_text = f"(no automatic plan: {getattr(e, 'message', e)})"
+    return latex, plan_text
+
+
+def of_solve(
+    model: Any, result: Result, path: str, params: dict[str, Any] | None, time_limit: float | None
+) -> Comparison:
+    """A one-run Comparison of a single `optlang solve`: the same report (convergence, bound, checks, model)."""
+    from optlang.report.environment import environment
+
+    latex, plan_text = model_texts(model, None if result.backend is None else result.backend)
+    own = model_time_limit(model)
+    limit, source = (time_limit, "--time-limit") if time_limit is not None else (own, "the model's solver block")
+    return Comparison(
+        model=getattr(model, "name", Path(path).stem),
+        path=str(path),
+        kind=getattr(model, "kind", result.kind),
+        sense=_sense(model, [result]),
+        backends=[result.backend],
+        results=[result],
+        source=getattr(model, "source_text", ""),
+        latex=latex,
+        plan=plan_text,
+        repeats=1,
+        time_limit=limit,
+        time_limit_source=source if limit is not None else "",
+        seeds=[result.seed],
+        device=result.device,
+        params=dict(params or {}),
+        environment={**environment(result.device), "devices_used": [result.device]},
+        created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        command="solve",
     )
 
 
@@ -153,5 +190,3 @@ def _sense(model: Any, results: Sequence[Result]) -> str:
     if form is not None and getattr(form, "sense", None):
         return form.sense
     return results[0].sense if results else "minimize"
-
-

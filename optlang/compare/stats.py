@@ -203,8 +203,6 @@ def find_contradictions(
     return out
 
 
-
-
 @dataclass
 class StatusConflict:
     """A run whose claimed status its own numbers contradict (for example `optimal` with a 0.77% gap)."""

@@ -21,7 +21,7 @@ def render(obj: Any, fmt: str = "html") -> str:
         return json_report.render(obj)
     bench = isinstance(obj, BenchReport)
     if fmt == "html":
-        return html.render_bench(obj) if bench else html.render_comparison(obj)
+        return html.render_bench(obj) if bench else html.render_comparison(obj, getattr(obj, "command", "compare"))
     if fmt == "md":
         return markdown.render_bench(obj) if bench else markdown.render_comparison(obj)
     from optlang.errors import OptionError

@@ -64,7 +64,9 @@ def render_svg(latex: str) -> tuple[str | None, list[str]]:
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight", pad_inches=0.05)
     text = buf.getvalue()
-    text = text[text.index("<svg") :]
+    from optlang.report.plots import inline
+
+    text = inline(text)
     text = re.sub(r"<svg ", '<svg class="maths" role="img" ', text, count=1)
     text = re.sub(r'(<svg[^>]*?) width="([^"]*)" height="([^"]*)"', r'\1 style="max-width:\2"', text, count=1)
     return text.replace(">", f"><title>{escape(' ; '.join(good))}</title>", 1), failed

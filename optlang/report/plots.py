@@ -78,7 +78,7 @@ def to_svg(fig: Any, title: str) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
     text = buf.getvalue()
-    text = text[text.index("<svg") :]
+    text = inline(text)
     text = re.sub(r"<svg ", '<svg class="plot" role="img" ', text, count=1)
     text = re.sub(r'(<svg[^>]*?) width="[^"]*" height="[^"]*"', r"\1", text, count=1)  # scale with the page
     from html import escape
@@ -92,6 +92,12 @@ def _draw(height: float, width: float = WIDTH_IN) -> Any:
 
 def _axes(fig: Any, **kw: Any) -> Any:
     return fig.add_subplot(1, 1, 1, **kw)
+
+
+def inline(svg_text: str) -> str:
+    """A matplotlib SVG file as an element to inline: no XML prolog, DOCTYPE or RDF metadata block."""
+    text = svg_text[svg_text.index("<svg") :]
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
 
 
 @_rc
