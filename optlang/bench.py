@@ -22,6 +22,7 @@ from typing import Any
 
 from optlang.compare.cli import add_common_arguments, parse_assignments, report_format, split_backends
 from optlang.compare.stats import ATOL, RTOL, best_of, has_value
+from optlang.compare.traces import objective_trace
 from optlang.executors import Job, JobFn, execute, make_executor, stream
 from optlang.result import Result
 
@@ -144,15 +145,16 @@ def reached(value: float, target: float, sense: str, atol: float = ATOL, rtol: f
 
 
 def time_to_target(r: Result, target: float | None, sense: str, atol: float = ATOL, rtol: float = RTOL) -> float:
-    """Seconds until the run first reported an objective reaching the target (inf if it never did)."""
+    """Seconds until the run's incumbent objective first reached the target (inf if it never did).
+
+    The incumbent is compare.traces.objective_trace: the backend's reports only where they are the model's
+    objective, ending at the recomputed objective at the end of the solve.
+    """
     if target is None or not has_value(r):
         return math.inf
-    for t, obj, _ in r.history:
-        if obj is not None and math.isfinite(obj) and reached(obj, target, sense, atol, rtol):
+    for t, obj in objective_trace(r, sense)[0]:  # the incumbent: never a relaxation value
+        if reached(obj, target, sense, atol, rtol):
             return max(float(t), T_FLOOR)
-    if reached(float(r.objective), target, sense, atol, rtol):
-        t = r.timing.get("solve", r.timing.get("total"))
-        return max(float(t if t is not None else T_FLOOR), T_FLOOR)
     return math.inf
 
 
@@ -401,7 +403,7 @@ def bench(
     on_row: Callable[[Job, dict[str, Any]], None] | None = None,
 ) -> BenchReport:
     """Run the suite (skipping keys already in the results file) and return the full report data."""
-    from optlang.report.environment import environment
+    from optlang.compare.environment import environment
 
     params, data = dict(params or {}), dict(data or {})
     models = [inspect_model(p, backends, params, data) for p in discover(suite)]

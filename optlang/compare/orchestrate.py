@@ -77,7 +77,7 @@ def compare(
     backend gets the same one, and the Comparison says where it came from.
     """
     import optlang
-    from optlang.report.environment import environment
+    from optlang.compare.environment import environment
 
     path = str(Path(model_path))
     params, data = dict(params or {}), dict(data or {})
@@ -141,7 +141,7 @@ def of_solve(
     model: Any, result: Result, path: str, params: dict[str, Any] | None, time_limit: float | None
 ) -> Comparison:
     """A one-run Comparison of a single `optlang solve`: the same report (convergence, bound, checks, model)."""
-    from optlang.report.environment import environment
+    from optlang.compare.environment import environment
 
     latex, plan_text = model_texts(model, None if result.backend is None else result.backend)
     own = model_time_limit(model)

@@ -64,7 +64,7 @@ def render_comparison(c: Comparison) -> str:
         "",
         "## Convergence",
         "",
-        table(("backend", "history rows (all runs)", "median time to own best"), _convergence_rows(c)),
+        table(("backend", "history rows (all runs)", "median time to own best (incumbent)"), _convergence_rows(c)),
         "",
     ]
     panel = _panel(c)
@@ -102,13 +102,14 @@ def render_comparison(c: Comparison) -> str:
 
 
 def _convergence_rows(c: Comparison) -> list[list[str]]:
-    from optlang.bench import time_to_target
-
     rows = []
     for b in c.backends:
         runs = c.runs(b)
-        times = [time_to_target(r, r.objective, c.sense) for r in runs if panels.has_value(r)]
-        times = sorted(t for t in times if t != float("inf"))
+        times = sorted(
+            next(t for t, v in panels.objective_trace(r, c.sense)[0] if v == r.objective)
+            for r in runs
+            if panels.has_value(r)
+        )
         med = times[len(times) // 2] if times else None
         rows.append([b, str(sum(len(r.history) for r in runs)), fmt.seconds(med)])
     return rows
