@@ -32,7 +32,7 @@ pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:10px;font-size:12.5px;li
 white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%}
 svg.plot{display:block;margin:8px 0;width:100%;max-width:100%;height:auto;background:#fff}
 svg.maths{display:block;margin:6px 0;max-width:100%;height:auto}
-.swatch{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:.35em;vertical-align:-1px}
+.swatch{display:inline-block;width:1.1em;margin-right:.25em;text-align:center}.swatch::before{content:attr(data-g)}
 details summary{cursor:pointer;color:#0550ae}
 @media (max-width:640px){main{padding:10px 10px 30px}body{font-size:13px}h1{font-size:18px}}
 """
@@ -66,11 +66,11 @@ def table(
     name_cols: int = 1,
     row_classes: Sequence[str] | None = None,
     cell_classes: Sequence[Sequence[str]] | None = None,
-    swatches: dict[str, str] | None = None,
+    swatches: dict[str, tuple[str, str]] | None = None,
 ) -> str:
     """An HTML table; the first `name_cols` columns are left-aligned labels, cells are escaped.
 
-    swatches: first-column value -> colour, drawn as a small square before the name (the plots' colour).
+    swatches: first-column value -> (colour, marker glyph), drawn before the name as in the plots.
     """
     out = ['<div class="scroll">', f'<table class="{cls}">' if cls else "<table>", "<thead><tr>"]
     out += [
@@ -87,7 +87,8 @@ def table(
             c = f' class="{" ".join(classes)}"' if classes else ""
             mark = ""
             if ci == 0 and swatches and str(v) in swatches:
-                mark = f'<span class="swatch" style="background:{swatches[str(v)]}"></span>'
+                col, glyph = swatches[str(v)]
+                mark = f'<span class="swatch" style="color:{col}" data-g="{glyph}" aria-hidden="true"></span>'
             out.append(f"<td{c}>{mark}{escape(str(v))}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -137,7 +138,7 @@ def render_comparison(c: Comparison, command: str = "compare") -> str:
             cls="summary",
             row_classes=["flagged" if s.flagged else "" for s in sums],
             cell_classes=cells,
-            swatches={b: st[b].color for b in c.backends},
+            swatches={b: (st[b].color, st[b].glyph) for b in c.backends},
         )
     )
     body.append(

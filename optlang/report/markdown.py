@@ -33,8 +33,10 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def render_comparison(c: Comparison) -> str:
     """The comparison report as Markdown."""
     tl = "none" if c.time_limit is None else f"{c.time_limit:g} s"
+    if c.time_limit_source:
+        tl += f" (from {c.time_limit_source})"
     out = [
-        f"# optlang compare — {c.model}",
+        f"# optlang {c.command} — {c.model}",
         "",
         f"kind **{c.kind}** · {c.sense} · repeats **{c.repeats}** (seeds {', '.join(map(str, c.seeds))}) · "
         f"time limit **{tl}** · device **{c.device}** · {c.created}",

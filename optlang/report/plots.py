@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # colour-vision deficiencies. Past seven backends the colours repeat with another marker shape.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+GLYPHS = {"o": "●", "s": "■", "^": "▲", "D": "◆", "v": "▼", "P": "✚", "X": "✖"}  # the marker as text (tables)
 WIDTH_IN = 9.0  # figure width in inches (SVG scales to the page; CSS caps it at 100%)
 RC = {
     "svg.fonttype": "path",
@@ -45,6 +46,10 @@ class Style:
 
     color: str
     marker: str
+
+    @property
+    def glyph(self) -> str:
+        return GLYPHS.get(self.marker, "●")
 
 
 def styles(backends: Sequence[str]) -> dict[str, Style]:
@@ -125,8 +130,11 @@ def spread(ys: Sequence[float], gap: float, lo: float = 0.0, hi: float = 1.0) ->
     return out
 
 
-def direct_labels(ax: Any, ends: Sequence[tuple[str, float, float, str]], height_in: float) -> None:
-    """Backend names at the right of the axes, spread apart, each joined to its line's end by a thin line."""
+def direct_labels(
+    ax: Any, ends: Sequence[tuple[str, float, float, str]], height_in: float, markers: dict[str, str] | None = None
+) -> None:
+    """Backend names at the right of the axes, spread apart, each joined to its line's end by a thin line
+    and preceded by the backend's marker (colours repeat past seven backends; colour + marker do not)."""
     if not ends:
         return
     to_axes = ax.transData + ax.transAxes.inverted()
@@ -135,11 +143,13 @@ def direct_labels(ax: Any, ends: Sequence[tuple[str, float, float, str]], height
     gap = 11.5 / max(axes_h_pt, 1.0)
     pos = spread(fracs, gap, 0.0, 1.0)
     for (name, x, y, color), yp in zip(ends, pos, strict=True):
+        if markers and name in markers:
+            ax.plot([1.03], [yp], transform=ax.transAxes, marker=markers[name], color=color, ms=5, clip_on=False)
         ax.annotate(
             name,
             xy=(x, y),
             xycoords="data",
-            xytext=(1.015, yp),
+            xytext=(1.045, yp),
             textcoords="axes fraction",
             va="center",
             ha="left",
@@ -215,7 +225,7 @@ def convergence_svg(c: Comparison, conv: panels.Convergence | None = None) -> st
         frameon=False,
         fontsize=8.5,
     )
-    direct_labels(ax, ends, height)
+    direct_labels(ax, ends, height, {b: st[b].marker for b in st})
     return to_svg(fig, title)
 
 
@@ -413,5 +423,5 @@ def profile_svg(curves: dict[str, list[tuple[float, float]]], tau_max: float, wh
     ax.set_xlabel("τ (ratio to the best backend, log2)")
     ax.set_ylabel("ρ(τ): share of models within τ")
     ax.set_title(title, loc="left")
-    direct_labels(ax, ends, height)
+    direct_labels(ax, ends, height, {b: st[b].marker for b in st})
     return to_svg(fig, title)
