@@ -264,6 +264,7 @@ def own_values_svg(c: Comparison, conv: panels.Convergence | None = None) -> str
         ax.set_title(f"{b}: its own reported values", loc="left", fontsize=9, color=st[b].color)
         ax.tick_params(labelsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.ticklabel_format(axis="y", useOffset=False)
         if k % cols == 0:
             ax.set_ylabel("backend's value", fontsize=8.5)
         if k // cols == rows - 1:
