@@ -494,3 +494,77 @@ def test_report_of_a_small_model_of_each_kind(kind: str, tmp_path) -> None:
     assert all(f"| {b} |" in md for b in c.backends)
     d = json.loads(report.render(c, "json"))
     assert len(d["results"]) == len(c.results) == 2 * len(c.backends)
+
+
+# ----------------------------------------------------------------------------- time limit, solve --report, maths
+def test_compare_takes_the_model_time_limit_unless_a_flag_overrides_it(tmp_path) -> None:
+    optlang = pytest.importorskip("optlang.api")
+    from test_compare import FIXTURES
+
+    from optlang.compare.orchestrate import DEFAULT_TIME_LIMIT, resolve_time_limit
+
+    own = tmp_path / "own.opt"
+    own.write_text((FIXTURES / "maxcut_small.opt").read_text() + "solver auto { time_limit = 3 }\n")
+    assert resolve_time_limit(optlang.load(own), None) == (3.0, "the model's solver block")
+    assert resolve_time_limit(optlang.load(own), 0.5) == (0.5, "--time-limit")
+    assert resolve_time_limit(optlang.load(FIXTURES / "maxcut_small.opt"), None) == (DEFAULT_TIME_LIMIT, "the default")
+    from optlang.compare import compare
+
+    c = compare(own, backends=["bruteforce"], device="cpu", executor="inline")
+    assert c.time_limit == 3.0 and "3 s (from the model&#x27;s solver block)" in report.render(c, "html")
+    assert "3 s (from the model's solver block)" in report.render(c, "md")
+
+
+def test_solve_report_renders_one_run(tmp_path) -> None:
+    pytest.importorskip("optlang.api")
+    from test_compare import FIXTURES
+
+    from optlang.cli import main
+
+    out = tmp_path / "solve.html"
+    code = main(["solve", str(FIXTURES / "maxcut_small.opt"), "-b", "bruteforce", "--quiet", "--report", str(out)])
+    assert code == 0
+    html = out.read_text(encoding="utf-8")
+    p = parse(html)
+    assert "optlang solve — " in html and [r[0] for r in summary_rows(html)] == ["bruteforce"]
+    assert 'id="objective:bruteforce"' in html and 'id="bound:bruteforce"' in html  # convergence with its bound
+    assert p.count("svg") >= 2 and "<summary>LaTeX source</summary>" in html  # plot and rendered maths
+    assert "bound_valid" in html  # the checks
+    md = tmp_path / "solve.md"
+    assert main(["solve", str(FIXTURES / "maxcut_small.opt"), "-b", "bruteforce", "--quiet", "--report", str(md)]) == 0
+    assert md.read_text(encoding="utf-8").startswith("# optlang solve — ")
+
+
+def test_every_example_model_renders_its_maths() -> None:
+    optlang = pytest.importorskip("optlang.api")
+    from pathlib import Path
+
+    from optlang.report import maths
+
+    models = sorted((Path(__file__).parent.parent / "models").glob("*.opt"))
+    assert models
+    for path in models:
+        try:
+            latex = optlang.load(path).latex()
+        except Exception:  # a model whose data is absent here is not this test's business
+            continue
+        svg_text, failed = maths.render_svg(latex)
+        assert svg_text is not None and svg_text.startswith("<svg") and not failed, (path.name, failed)
+
+
+@pytest.mark.parametrize("backend", ["sdp-cvxpy", "sdp-bm"])
+def test_a_solve_never_reads_optimal_next_to_a_positive_gap(backend: str) -> None:
+    optlang = pytest.importorskip("optlang.api")
+    from test_compare import FIXTURES
+
+    from optlang.result import OPTIMAL_GAP_TOL, status_gap_conflict
+
+    try:
+        r = optlang.load(FIXTURES / "maxcut_small.opt").solve(backend=backend, time_limit=20, seed=0, device="cpu")
+    except Exception as e:  # backend not installed here
+        pytest.skip(f"{backend}: {e}")
+    assert status_gap_conflict(r.status, r.gap) is None
+    if r.gap is not None and r.gap > OPTIMAL_GAP_TOL:
+        assert r.status != Status.OPTIMAL
+        if r.info.get("status_claimed"):  # the backend's own claim is kept, and reports flag it
+            assert r.info["status_claimed"] == "optimal" and r.inconsistencies()
