@@ -328,7 +328,7 @@ def profile_svg(b: BenchReport, metric: str) -> str:
     """ρ_s(τ) step curves of one metric on a log2 τ axis."""
     prof = b.profile(metric)
     what = "time to reach the best objective" if metric == "time" else "objective gap (+1e-6)"
-    return plots.profile_svg(prof.curves, prof.tau_max, what)
+    return plots.profile_svg(prof.curves, prof.tau_max, what, order=b.backends)
 
 
 def render_bench(b: BenchReport) -> str:
@@ -346,13 +346,16 @@ def render_bench(b: BenchReport) -> str:
     body.append(profile_svg(b, "gap"))
     body.append(
         '<p class="note">Time profile: for each model, a backend\'s cost is the lower median over seeds of the '
-        "time its run first reported an objective within tolerance (relative 1e-4; exact for ising/maxcut) of "
+        "time its run's incumbent objective (never a relaxation value) first came within tolerance "
+        "(relative 1e-4; exact for ising/maxcut) of "
         "the best objective any backend found (∞ when it never did); ρ(τ) is the share of the models it ran on "
         "where its cost is within a factor τ of the fastest. Gap profile: the same with the relative objective "
         "gap + 1e-6.</p></section>"
     )
     body.append('<section id="summary"><h2>Backends</h2>')
-    body.append(table(fmt.BENCH_COLUMNS, fmt.bench_rows(b.backend_table()), cls="summary"))
+    st = plots.styles(b.backends)
+    swatches = {name: (st[name].color, st[name].glyph) for name in b.backends}
+    body.append(table(fmt.BENCH_COLUMNS, fmt.bench_rows(b.backend_table()), cls="summary", swatches=swatches))
     body.append("</section>")
     body.append('<section id="models"><h2>Models</h2>')
     body.append(table(["model", "kind", "best known", *b.backends], b.model_table(), cls="models", name_cols=2))

@@ -397,13 +397,18 @@ def regions_svg(c: Comparison) -> str | None:
 
 
 @_rc
-def profile_svg(curves: dict[str, list[tuple[float, float]]], tau_max: float, what: str) -> str:
-    """Performance-profile step curves ρ(τ) on a log2 τ axis, labelled at their right end."""
+def profile_svg(
+    curves: dict[str, list[tuple[float, float]]], tau_max: float, what: str, order: Sequence[str] | None = None
+) -> str:
+    """Performance-profile step curves ρ(τ) on a log2 τ axis, labelled at their right end.
+
+    order: the report's backend order, which fixes each backend's colour and marker (as in its tables).
+    """
     title = f"Performance profile — {what}"
     names = list(curves)
     if not names:
         return empty(title, "no backend reached any model's best objective")
-    st = styles(names)
+    st = styles(list(order or []) + [b for b in names if b not in (order or [])])
     height = _height(len(names), 3.8)
     fig = _draw(height)
     ax = _axes(fig)
