@@ -66,7 +66,15 @@ def render_comparison(c: Comparison) -> str:
         "",
         "## Convergence",
         "",
-        table(("backend", "history rows (all runs)", "median time to own best (incumbent)"), _convergence_rows(c)),
+        table(
+            (
+                "backend",
+                "history rows (all runs)",
+                "own reports left out (not the model's objective)",
+                "median time to own best (incumbent)",
+            ),
+            _convergence_rows(c),
+        ),
         "",
     ]
     panel = _panel(c)
@@ -113,7 +121,8 @@ def _convergence_rows(c: Comparison) -> list[list[str]]:
             if panels.has_value(r)
         )
         med = times[len(times) // 2] if times else None
-        rows.append([b, str(sum(len(r.history) for r in runs)), fmt.seconds(med)])
+        left_out = sum(len(panels.objective_trace(r, c.sense)[1]) for r in runs)
+        rows.append([b, str(sum(len(r.history) for r in runs)), str(left_out), fmt.seconds(med)])
     return rows
 
 
