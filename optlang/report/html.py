@@ -308,7 +308,7 @@ def _runs_table(c: Comparison) -> str:
             [
                 r.backend,
                 str(r.seed),
-                r.status.value,
+                r.status.value + (f" (claimed {r.info['status_claimed']})" if r.info.get("status_claimed") else ""),
                 fmt.num(r.objective),
                 fmt.num(r.bound),
                 fmt.pct(r.gap),

@@ -207,12 +207,14 @@ def convergence_svg(c: Comparison, conv: panels.Convergence | None = None) -> st
             ends.append((ln.backend, ln.xs[-1], ln.ys[-1], s.color))
     if conv.logx:
         ax.set_xscale("log")
+    else:
+        ax.set_xlim(left=0.0)  # seconds since the solve started: the axis starts at the start
     lim = panels.robust_limits(ys)
     if lim:
         ax.set_ylim(*lim)
     ax.set_xlabel("time since the solve started (s)")
     ax.set_ylabel("objective (recomputed) / bound")
-    ax.set_title(title, loc="left")
+    ax.set_title(title, loc="left", pad=24)
     ax.legend(
         handles=[
             Line2D([], [], color="#333333", lw=1.8, label="incumbent objective"),
@@ -220,7 +222,7 @@ def convergence_svg(c: Comparison, conv: panels.Convergence | None = None) -> st
             Patch(color="#333333", alpha=0.13, label="min–max over repeats"),
         ],
         loc="lower left",
-        bbox_to_anchor=(0.0, 1.06),
+        bbox_to_anchor=(0.0, 1.0),
         ncol=3,
         frameon=False,
         fontsize=8.5,
@@ -363,7 +365,9 @@ def front_svg(c: Comparison) -> str | None:
         return None
     extra = f" (first two of {len(names)} objectives)" if len(names) > 2 else ""
     point = "preferred point" if preferred else "returned point"
-    title = f"Objective space{extra}: fronts (small) and each run's {point} (large, black ring)"
+    fronts = any(len(panels.front_points(r)[0]) >= 2 for r in c.results)
+    title = f"Objective space{extra}: " + ("fronts (small) and " if fronts else "") + f"each run's {point}"
+    title += " (large, black ring)" if fronts else ""
     ax.set_xlabel(names[0])
     ax.set_ylabel(names[1])
     ax.set_title(title, loc="left")
