@@ -31,6 +31,8 @@ td.best{background:#e8f6ec;font-weight:600}
 pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:10px;font-size:12.5px;line-height:1.35;
 white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%}
 svg.plot{display:block;margin:8px 0;width:100%;max-width:100%;height:auto;background:#fff}
+div.fig>svg.plot{min-width:600px}
+table.summary td,table.runs td{white-space:nowrap}table.runs td.text{white-space:normal;min-width:18em}
 svg.maths{display:block;margin:6px 0;max-width:100%;height:auto}
 .swatch{display:inline-block;width:1.1em;margin-right:.25em;text-align:center}.swatch::before{content:attr(data-g)}
 details summary{cursor:pointer;color:#0550ae}
@@ -93,6 +95,11 @@ def table(
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
+
+
+def figure(svg_text: str | None) -> str:
+    """A plot in a box that scrolls sideways on a narrow screen instead of shrinking its text away."""
+    return f'<div class="scroll fig">{svg_text}</div>' if svg_text else ""
 
 
 def kv_table(items: dict[str, Any]) -> str:
@@ -165,7 +172,7 @@ def render_comparison(c: Comparison, command: str = "compare") -> str:
 
     conv = panels.convergence(c)
     body.append('<section id="convergence"><h2>Convergence</h2>')
-    body.append(plots.convergence_svg(c, conv))
+    body.append(figure(plots.convergence_svg(c, conv)))
     body.append(
         "<p class=\"note\">Solid: the incumbent objective of the user's model — a backend's reports are drawn "
         "only when its last report equals the objective recomputed from the model, as a running best, without "
@@ -173,7 +180,7 @@ def render_comparison(c: Comparison, command: str = "compare") -> str:
         "Dashed, same colour: the bound, only when valid (its check passed and no run beats it). Lines are "
         "medians over repeats, bands min–max. Times are seconds since each solve started.</p></section>"
     )
-    own = plots.own_values_svg(c, conv)
+    own = figure(plots.own_values_svg(c, conv))
     if own:
         body.append(
             "<section id=\"own\"><h2>Backends' own reported values — not the model's objective</h2>"
@@ -245,7 +252,7 @@ def _panel_title(c: Comparison) -> str:
 def _kind_panel(c: Comparison) -> str:
     parts: list[str] = []
     if panels.has_front(c):
-        s = plots.front_svg(c)
+        s = figure(plots.front_svg(c))
         if s:
             parts.append(s)
         counts = [
@@ -264,7 +271,7 @@ def _kind_panel(c: Comparison) -> str:
         ]
         parts.append(table(("backend", "front points (all repeats)", "returned point(s)"), counts))
     if panels.has_regions(c):
-        s = plots.regions_svg(c)
+        s = figure(plots.regions_svg(c))
         if s:
             parts.append(s)
         for b in c.backends:
@@ -276,7 +283,7 @@ def _kind_panel(c: Comparison) -> str:
                 parts.append(table(cols, [[fmt.cell(row.get(k)) for k in cols] for row in rows], name_cols=1))
     if c.kind in ("maxcut", "ising") or not parts:
         if any(panels.has_value(r) for r in c.results) and (c.repeats > 1 or c.kind in ("maxcut", "ising")):
-            parts.insert(0, plots.distribution_svg(c))
+            parts.insert(0, figure(plots.distribution_svg(c)))
     return "\n".join(parts)
 
 
@@ -342,8 +349,8 @@ def render_bench(b: BenchReport) -> str:
         f"<b>{escape(b.device)}</b> · {len(b.rows)} runs · {escape(b.created)}</p>",
     ]
     body.append('<section id="profile"><h2>Performance profiles (Dolan–Moré)</h2>')
-    body.append(profile_svg(b, "time"))
-    body.append(profile_svg(b, "gap"))
+    body.append(figure(profile_svg(b, "time")))
+    body.append(figure(profile_svg(b, "gap")))
     body.append(
         '<p class="note">Time profile: for each model, a backend\'s cost is the lower median over seeds of the '
         "time its run's incumbent objective (never a relaxation value) first came within tolerance "
