@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optlang.compare import ATOL, RTOL, add_common_arguments, best_of, has_value, parse_assignments, split_backends
+from optlang.compare.cli import add_common_arguments, parse_assignments, report_format, split_backends
+from optlang.compare.stats import ATOL, RTOL, best_of, has_value
+from optlang.compare.traces import objective_trace
 from optlang.executors import Job, JobFn, execute, make_executor, stream
 from optlang.result import Result
 
@@ -62,6 +64,7 @@ class ModelEntry:
     backends: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
     error: str | None = None  # the model did not load: no runs
+    time_limit: float | None = None  # the model's own time_limit (its solver block), if any
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -72,7 +75,7 @@ def inspect_model(
 ) -> ModelEntry:
     """Load a model to learn its kind, sense and applicable backends; a load error is recorded, not raised."""
     import optlang
-    from optlang.compare import candidate_backends
+    from optlang.compare.orchestrate import candidate_backends, model_time_limit
 
     entry = ModelEntry(id=str(path), name=path.stem)
     try:
@@ -81,6 +84,7 @@ def inspect_model(
         entry.kind = getattr(model, "kind", "")
         entry.sense = getattr(getattr(model, "form", None), "sense", "minimize") or "minimize"
         entry.backends, entry.refused = candidate_backends(model, requested)
+        entry.time_limit = model_time_limit(model)
     except Exception as e:  # one broken model must not stop the suite
         entry.error = " ".join(str(getattr(e, "message", e)).split())[:500]
     return entry
@@ -141,15 +145,16 @@ def reached(value: float, target: float, sense: str, atol: float = ATOL, rtol: f
 
 
 def time_to_target(r: Result, target: float | None, sense: str, atol: float = ATOL, rtol: float = RTOL) -> float:
-    """Seconds until the run first reported an objective reaching the target (inf if it never did)."""
+    """Seconds until the run's incumbent objective first reached the target (inf if it never did).
+
+    The incumbent is compare.traces.objective_trace: the backend's reports only where they are the model's
+    objective, ending at the recomputed objective at the end of the solve.
+    """
     if target is None or not has_value(r):
         return math.inf
-    for t, obj, _ in r.history:
-        if obj is not None and math.isfinite(obj) and reached(obj, target, sense, atol, rtol):
+    for t, obj in objective_trace(r, sense)[0]:  # the incumbent: never a relaxation value
+        if reached(obj, target, sense, atol, rtol):
             return max(float(t), T_FLOOR)
-    if reached(float(r.objective), target, sense, atol, rtol):
-        t = r.timing.get("solve", r.timing.get("total"))
-        return max(float(t if t is not None else T_FLOOR), T_FLOOR)
     return math.inf
 
 
@@ -360,9 +365,17 @@ def plan_jobs(
     data: dict[str, str],
     options: dict[str, Any] | None = None,
 ) -> list[Job]:
-    """Every (model, backend, seed) job, seeds outermost so a cut-short suite covers all models."""
+    """Every (model, backend, seed) job, seeds outermost so a cut-short suite covers all models.
+
+    time_limit None: each model's own time_limit, else DEFAULT_TIME_LIMIT (as `compare` does).
+    """
+    from optlang.compare.orchestrate import DEFAULT_TIME_LIMIT
+
+    def limit(m: ModelEntry) -> float:
+        return time_limit if time_limit is not None else (m.time_limit or DEFAULT_TIME_LIMIT)
+
     return [
-        Job(m.id, b, s, time_limit, device, params, data, dict(options or {}), r)
+        Job(m.id, b, s, limit(m), device, params, data, dict(options or {}), r)
         for r, s in enumerate(seeds)
         for m in models
         if not m.error
@@ -390,7 +403,7 @@ def bench(
     on_row: Callable[[Job, dict[str, Any]], None] | None = None,
 ) -> BenchReport:
     """Run the suite (skipping keys already in the results file) and return the full report data."""
-    from optlang.report.environment import environment
+    from optlang.compare.environment import environment
 
     params, data = dict(params or {}), dict(data or {})
     models = [inspect_model(p, backends, params, data) for p in discover(suite)]
@@ -463,7 +476,6 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from optlang import report
-    from optlang.compare import report_format
 
     console = Console()
     b = bench(
@@ -497,8 +509,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m optlang.bench bench ...` or `python -m optlang.bench compare ...`: both without the full CLI."""
-    from optlang import compare
+    """`python -m optlang.bench ...` and `python -m optlang.compare ...` without the full CLI."""
+    from optlang.compare import cli as compare
 
     parser = argparse.ArgumentParser(prog="optlang")
     sub = parser.add_subparsers(dest="command", required=True)

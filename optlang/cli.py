@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-iter", type=int, default=None)
     s.add_argument("-O", "--option", action="append", metavar="KEY=VALUE", help="a backend option")
     s.add_argument("-o", "--output", default=None, help="write the result as JSON to this file")
+    s.add_argument("--report", metavar="FILE", default=None, help="write a report (.html, .md or .json) of this solve")
     s.add_argument("--quiet", action="store_true", help="no progress display")
     s.set_defaults(func=cmd_solve)
     from optlang import bench, compare  # a broken import here is a bug to see, not a subcommand to hide
@@ -302,6 +303,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         progress.close()
     if args.output:
         Path(args.output).write_text(r.to_json(), encoding="utf-8")
+    if args.report:  # the same report as compare, for one run (convergence, bound, checks, model)
+        from optlang.compare.cli import write_solve_report
+
+        write_solve_report(m, r, args, sys.stderr)
     if args.json:
         print(r.to_json())
     else:

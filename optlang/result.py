@@ -32,6 +32,22 @@ class Status(StrEnum):
     def has_solution(self) -> bool:
         return self not in (Status.INFEASIBLE, Status.ERROR)
 
+# An `optimal` status is a proof that nothing is better: its bound gap may only be rounding noise.
+OPTIMAL_GAP_TOL = 1e-6
+
+
+def status_gap_conflict(status: Status, gap: float | None) -> str | None:
+    """Why a status contradicts its own gap (`optimal` next to a positive gap), or None when consistent."""
+    if status == Status.OPTIMAL and gap is not None and math.isfinite(gap) and gap > OPTIMAL_GAP_TOL:
+        return f"status optimal with a gap of {gap:.3g} (above {OPTIMAL_GAP_TOL:g}): the bound does not prove it"
+    return None
+
+
+def consistent_status(status: Status, gap: float | None) -> tuple[Status, str | None]:
+    """The status a Result may carry with this gap: `optimal` with a positive gap becomes `feasible`."""
+    why = status_gap_conflict(status, gap)
+    return (Status.FEASIBLE, why) if why else (status, None)
+
 
 @dataclass(frozen=True)
 class Check:
@@ -74,6 +90,21 @@ class Result:
     def ok(self) -> bool:
         """A solution is present and every certificate check passed."""
         return self.status.has_solution and all(c.passed for c in self.checks)
+
+    def inconsistencies(self) -> list[str]:
+        """Claims of this Result that its own numbers contradict (empty when consistent).
+
+        verify() never builds such a Result (it downgrades the status, keeping the claim in
+        info["status_claimed"]); a Result loaded from older JSON or built by hand may hold one.
+        """
+        out = []
+        why = status_gap_conflict(self.status, self.gap)
+        if why:
+            out.append(why)
+        claimed = self.info.get("status_claimed")
+        if claimed and claimed != self.status.value:
+            out.append(f"the backend claimed {claimed}; {self.info.get('status_note', 'its numbers do not prove it')}")
+        return out
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.values[name]

@@ -26,8 +26,8 @@ from optlang.compare import (
     summarize,
     tightest_bound,
 )
+from optlang.compare.environment import environment
 from optlang.executors import DaskExecutor, InlineExecutor, Job, LocalExecutor, error_result, stream
-from optlang.report.environment import environment
 from optlang.result import Check, Result
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compare"

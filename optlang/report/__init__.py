@@ -1,7 +1,7 @@
 """Reports of comparisons and suites: HTML (self-contained, inline SVG), Markdown, JSON, console tables.
 
 `render(obj, fmt)` takes a compare.Comparison or a bench.BenchReport; `write` puts it in a file.
-The SVG plotting lives in svg.py, result → chart data in panels.py.
+Results → plotted series in panels.py, matplotlib drawing (inline SVG) in plots.py, maths in maths.py.
 """
 
 from __future__ import annotations
@@ -12,16 +12,20 @@ from typing import Any
 FORMATS = ("html", "md", "json")
 
 
+def is_bench(obj: Any) -> bool:
+    """A bench.BenchReport (told by its profile/table methods, so report/ never imports bench)."""
+    return callable(getattr(obj, "backend_table", None)) and callable(getattr(obj, "profile", None))
+
+
 def render(obj: Any, fmt: str = "html") -> str:
     """The report text of a Comparison or BenchReport in one of FORMATS."""
-    from optlang.bench import BenchReport
     from optlang.report import html, json_report, markdown
 
     if fmt == "json":
         return json_report.render(obj)
-    bench = isinstance(obj, BenchReport)
+    bench = is_bench(obj)
     if fmt == "html":
-        return html.render_bench(obj) if bench else html.render_comparison(obj)
+        return html.render_bench(obj) if bench else html.render_comparison(obj, getattr(obj, "command", "compare"))
     if fmt == "md":
         return markdown.render_bench(obj) if bench else markdown.render_comparison(obj)
     from optlang.errors import OptionError
@@ -41,10 +45,9 @@ def rich_table(obj: Any) -> Any:
     """A rich Table for the console: the summary of a Comparison, the backend table of a BenchReport."""
     from rich.table import Table
 
-    from optlang.bench import BenchReport
     from optlang.report import fmt
 
-    if isinstance(obj, BenchReport):
+    if is_bench(obj):
         t = Table(title=f"bench {obj.suite}: {len(obj.models)} models, {len(obj.rows)} runs")
         for h in ("backend", "models", "reached best", "fastest", "ρ(1)", "ρ(2)", "ρ(10)", "median gap", "errors"):
             t.add_column(h, justify="left" if h == "backend" else "right")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optlang.compare import BackendSummary
+from optlang.compare.stats import BackendSummary
 
 DASH = "—"
 

@@ -6,27 +6,37 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from optlang.report import fmt, panels, svg
+from optlang.report import fmt, maths, panels, plots
 
 if TYPE_CHECKING:
     from optlang.bench import BenchReport
-    from optlang.compare import Comparison
+    from optlang.compare.comparison import Comparison
 
 CSS = """
+*{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1b1b1b;margin:0;background:#fafafa}
-main{max-width:1100px;margin:0 auto;padding:18px 28px 40px;background:#fff;box-shadow:0 0 12px #0001}
-h1{font-size:22px;margin:6px 0 2px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
-.meta{color:#555;margin:0 0 8px}.meta b{color:#222}
+main{max-width:1180px;margin:0 auto;padding:18px 28px 40px;background:#fff;box-shadow:0 0 12px #0001}
+h1{font-size:22px;margin:6px 0 2px;overflow-wrap:anywhere}
+h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
+.meta{color:#555;margin:0 0 8px;overflow-wrap:anywhere}.meta b{color:#222}
+.scroll{max-width:100%;overflow-x:auto;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{border:1px solid #d8d8d8;padding:4px 8px;text-align:right;vertical-align:top}
-th{background:#f1f3f5;text-align:center}td.name,th.name{text-align:left;font-weight:600}
-td.text,table.kv td{text-align:left}tr.flagged td{background:#fff1f0}td.best{background:#e8f6ec;font-weight:600}
+th{background:#f1f3f5;text-align:center}td.name,th.name{text-align:left;font-weight:600;white-space:nowrap}
+td.text,table.kv td{text-align:left;overflow-wrap:anywhere}tr.flagged td{background:#fff1f0}
+td.best{background:#e8f6ec;font-weight:600}
 .flag{color:#b00020;font-weight:700}.ok{color:#1b7f3b;font-weight:600}
-.alert{border:1px solid #e0a0a0;background:#fff4f4;padding:8px 12px;border-radius:4px}
+.alert{border:1px solid #e0a0a0;background:#fff4f4;padding:8px 12px;border-radius:4px;overflow-wrap:anywhere}
 .alert li{margin:3px 0}.note{color:#666;font-size:12.5px}
-pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:10px;overflow:auto;font-size:12.5px;line-height:1.35}
-svg.plot{display:block;margin:8px 0;max-width:100%;height:auto;background:#fff}
+pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:10px;font-size:12.5px;line-height:1.35;
+white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%}
+svg.plot{display:block;margin:8px 0;width:100%;max-width:100%;height:auto;background:#fff}
+div.fig>svg.plot{min-width:600px}
+table.summary td,table.runs td{white-space:nowrap}table.runs td.text{white-space:normal;min-width:18em}
+svg.maths{display:block;margin:6px 0;max-width:100%;height:auto}
+.swatch{display:inline-block;width:1.1em;margin-right:.25em;text-align:center}.swatch::before{content:attr(data-g)}
 details summary{cursor:pointer;color:#0550ae}
+@media (max-width:640px){main{padding:10px 10px 30px}body{font-size:13px}h1{font-size:18px}}
 """
 
 
@@ -58,9 +68,13 @@ def table(
     name_cols: int = 1,
     row_classes: Sequence[str] | None = None,
     cell_classes: Sequence[Sequence[str]] | None = None,
+    swatches: dict[str, tuple[str, str]] | None = None,
 ) -> str:
-    """An HTML table; the first `name_cols` columns are left-aligned labels, cells are escaped."""
-    out = [f'<table class="{cls}">' if cls else "<table>", "<thead><tr>"]
+    """An HTML table; the first `name_cols` columns are left-aligned labels, cells are escaped.
+
+    swatches: first-column value -> (colour, marker glyph), drawn before the name as in the plots.
+    """
+    out = ['<div class="scroll">', f'<table class="{cls}">' if cls else "<table>", "<thead><tr>"]
     out += [
         f'<th class="name">{escape(h)}</th>' if i < name_cols else f"<th>{escape(h)}</th>" for i, h in enumerate(header)
     ]
@@ -73,10 +87,19 @@ def table(
             if cell_classes and cell_classes[ri][ci]:
                 classes.append(cell_classes[ri][ci])
             c = f' class="{" ".join(classes)}"' if classes else ""
-            out.append(f"<td{c}>{escape(str(v))}</td>")
+            mark = ""
+            if ci == 0 and swatches and str(v) in swatches:
+                col, glyph = swatches[str(v)]
+                mark = f'<span class="swatch" style="color:{col}" data-g="{glyph}" aria-hidden="true"></span>'
+            out.append(f"<td{c}>{mark}{escape(str(v))}</td>")
         out.append("</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
+
+
+def figure(svg_text: str | None) -> str:
+    """A plot in a box that scrolls sideways on a narrow screen instead of shrinking its text away."""
+    return f'<div class="scroll fig">{svg_text}</div>' if svg_text else ""
 
 
 def kv_table(items: dict[str, Any]) -> str:
@@ -84,22 +107,24 @@ def kv_table(items: dict[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- compare
-def render_comparison(c: Comparison) -> str:
-    """The full comparison report as one HTML document."""
-    body: list[str] = [f"<h1>optlang compare — {escape(c.model)}</h1>", _meta(c)]
+def render_comparison(c: Comparison, command: str = "compare") -> str:
+    """The full comparison report as one HTML document (`command` "solve" for a single solve's report)."""
+    st = plots.styles(c.backends)
+    body: list[str] = [f"<h1>optlang {command} — {escape(c.model)}</h1>", _meta(c)]
     flags = c.contradictions()
     body.append('<section id="flags">')
     if flags:
         body.append(
             '<div class="alert"><b class="flag">Contradictions found</b> — a claimed optimum or bound is '
-            "beaten by another run's recomputed objective:<ul>"
+            "beaten by another run's recomputed objective, or a claimed status by the run's own gap:<ul>"
         )
         body += [f"<li>{escape(f.sentence(c.sense))}</li>" for f in flags]
         body.append("</ul></div>")
     elif c.results:
         body.append(
             '<p class="ok">No contradictions: every claimed optimum and bound is consistent with every '
-            f"run's recomputed objective (tolerance {c.atol:g} + {c.rtol:g}·|value|).</p>"
+            f"run's recomputed objective (tolerance {c.atol:g} + {c.rtol:g}·|value|), and no run claims "
+            "<code>optimal</code> with a positive gap.</p>"
         )
     body.append("</section>")
 
@@ -108,19 +133,9 @@ def render_comparison(c: Comparison) -> str:
     best = c.best_objective
     rows = [fmt.summary_row(s) for s in sums]
     cells = [
-        [
-            "",
-            "",
-            "",
-            "best" if (s.best is not None and best is not None and s.best == best) else "",
-            "",
-            "",
-            "",
-            "",
-            "",
-            "",
-            "flag" if s.flagged else "",
-        ]
+        ["", "", "", "best" if (s.best is not None and best is not None and s.best == best) else ""]
+        + [""] * 6
+        + ["flag" if s.flagged else ""]
         for s in sums
     ]
     body.append(
@@ -130,12 +145,14 @@ def render_comparison(c: Comparison) -> str:
             cls="summary",
             row_classes=["flagged" if s.flagged else "" for s in sums],
             cell_classes=cells,
+            swatches={b: (st[b].color, st[b].glyph) for b in c.backends},
         )
     )
     body.append(
-        f'<p class="note">best = best objective over repeats ({c.sense}); spread = max − min; bound = the '
-        "tightest bound the backend claimed; gap = |bound − best| / max(1, |best|); time = median [min–max] "
-        "total seconds; checks = certificate checks passed / run. Best known objective: "
+        f'<p class="note">best = best objective over repeats ({c.sense}), recomputed from the model; spread = '
+        "max − min; bound = the tightest bound the backend claimed; gap = |bound − best| / max(1, |best|); time = "
+        "median [min–max] total seconds; checks = certificate checks passed / run; a status never reads "
+        "<code>optimal</code> next to a positive gap. Best known objective: "
         f"<b>{escape(fmt.num(best))}</b>; tightest claimed bound: <b>{escape(fmt.num(c.best_bound))}</b>.</p>"
     )
     errors = [(s.backend, e) for s in sums for e in s.errors]
@@ -153,12 +170,24 @@ def render_comparison(c: Comparison) -> str:
         )
     body.append("</section>")
 
+    conv = panels.convergence(c)
     body.append('<section id="convergence"><h2>Convergence</h2>')
-    body.append(panels.convergence_svg(c))
+    body.append(figure(plots.convergence_svg(c, conv)))
     body.append(
-        '<p class="note">Solid: objective reported during the run (median over repeats, band = min–max); '
-        "dashed: bound. Times are seconds since each solve started.</p></section>"
+        "<p class=\"note\">Solid: the incumbent objective of the user's model — a backend's reports are drawn "
+        "only when its last report equals the objective recomputed from the model, as a running best, without "
+        "reports beyond where the run ends (relaxation values); otherwise only the recomputed final value. "
+        "Dashed, same colour: the bound, only when valid (its check passed and no run beats it). Lines are "
+        "medians over repeats, bands min–max. Times are seconds since each solve started.</p></section>"
     )
+    own = figure(plots.own_values_svg(c, conv))
+    if own:
+        body.append(
+            "<section id=\"own\"><h2>Backends' own reported values — not the model's objective</h2>"
+            '<p class="note">Relaxation values, surrogate or training losses a backend reported while it ran: '
+            "left out of the convergence plot because they are not the model's objective. Each backend has its "
+            f"own axis: these are different quantities.</p>{own}</section>"
+        )
 
     panel = _kind_panel(c)
     if panel:
@@ -170,22 +199,38 @@ def render_comparison(c: Comparison) -> str:
     )
     if c.plan:
         body.append(f'<section id="plan"><h2>Plan</h2><pre>{escape(c.plan)}</pre></section>')
+    if c.latex:
+        body.append(_math_section(c.latex))
     body.append(
         f'<section id="model"><h2>Model source</h2><p class="note">{escape(c.path)}'
         f"{' with ' + escape(fmt.cell(c.params)) if c.params else ''}</p>"
         f"<pre>{escape(c.source or '(source not available)')}</pre></section>"
     )
-    if c.latex:
-        body.append(
-            '<section id="math"><h2>Mathematical form</h2><p class="note">LaTeX source</p>'
-            f"<pre>{escape(c.latex)}</pre></section>"
-        )
     body.append(f'<section id="environment"><h2>Environment</h2>{kv_table(c.environment)}</section>')
-    return _page(f"optlang compare — {c.model}", body)
+    return _page(f"optlang {command} — {c.model}", body)
+
+
+def _math_section(latex: str) -> str:
+    """The rendered maths (mathtext SVG) with its LaTeX source one click away."""
+    svg_text, failed = None, []
+    if not latex.startswith("(LaTeX form unavailable"):
+        try:
+            svg_text, failed = maths.render_svg(latex)
+        except Exception as e:  # the picture is a nicety: the source is still shown
+            failed = [f"(rendering failed: {e})"]
+    out = ['<section id="math"><h2>Mathematical form</h2>']
+    if svg_text:
+        out.append(svg_text)
+    if failed:
+        out.append(f'<p class="note">not drawn (shown in the source below): {escape("; ".join(failed))}</p>')
+    out.append(f"<details><summary>LaTeX source</summary><pre>{escape(latex)}</pre></details></section>")
+    return "".join(out)
 
 
 def _meta(c: Comparison) -> str:
     tl = "none" if c.time_limit is None else f"{c.time_limit:g} s"
+    if c.time_limit_source:
+        tl += f" (from {c.time_limit_source})"
     seeds = ", ".join(str(s) for s in c.seeds)
     return (
         f'<p class="meta">kind <b>{escape(c.kind)}</b> · {escape(c.sense)} · backends '
@@ -207,13 +252,26 @@ def _panel_title(c: Comparison) -> str:
 def _kind_panel(c: Comparison) -> str:
     parts: list[str] = []
     if panels.has_front(c):
-        s = panels.front_svg(c)
+        s = figure(plots.front_svg(c))
         if s:
             parts.append(s)
-        counts = [(b, str(sum(len(panels.front_points(r)[1]) for r in c.runs(b)))) for b in c.backends]
-        parts.append(table(("backend", "front points (all repeats)"), counts))
+        counts = [
+            (
+                b,
+                str(sum(len(panels.front_points(r)[1]) for r in c.runs(b))),
+                "; ".join(
+                    ", ".join(f"{k} = {fmt.num(v, 6)}" for k, v in zip(*rp, strict=True))
+                    for r in c.runs(b)
+                    for rp in [panels.returned_point(r)]
+                    if rp is not None
+                )
+                or fmt.DASH,
+            )
+            for b in c.backends
+        ]
+        parts.append(table(("backend", "front points (all repeats)", "returned point(s)"), counts))
     if panels.has_regions(c):
-        s = panels.regions_svg(c)
+        s = figure(plots.regions_svg(c))
         if s:
             parts.append(s)
         for b in c.backends:
@@ -225,7 +283,7 @@ def _kind_panel(c: Comparison) -> str:
                 parts.append(table(cols, [[fmt.cell(row.get(k)) for k in cols] for row in rows], name_cols=1))
     if c.kind in ("maxcut", "ising") or not parts:
         if any(panels.has_value(r) for r in c.results) and (c.repeats > 1 or c.kind in ("maxcut", "ising")):
-            parts.insert(0, panels.distribution_svg(c))
+            parts.insert(0, figure(plots.distribution_svg(c)))
     return "\n".join(parts)
 
 
@@ -257,7 +315,7 @@ def _runs_table(c: Comparison) -> str:
             [
                 r.backend,
                 str(r.seed),
-                r.status.value,
+                r.status.value + (f" (claimed {r.info['status_claimed']})" if r.info.get("status_claimed") else ""),
                 fmt.num(r.objective),
                 fmt.num(r.bound),
                 fmt.pct(r.gap),
@@ -273,25 +331,11 @@ def _runs_table(c: Comparison) -> str:
 
 
 # ----------------------------------------------------------------------------- bench
-def profile_svg(b: BenchReport, metric: str, width: int = 760) -> str:
+def profile_svg(b: BenchReport, metric: str) -> str:
     """ρ_s(τ) step curves of one metric on a log2 τ axis."""
     prof = b.profile(metric)
-    series = [
-        svg.Series(name, [p[0] for p in pts], [p[1] for p in pts], svg.color(i), step=True)
-        for i, (name, pts) in enumerate(prof.curves.items())
-    ]
     what = "time to reach the best objective" if metric == "time" else "objective gap (+1e-6)"
-    return svg.line_chart(
-        series,
-        title=f"Performance profile — {what}",
-        xlabel="τ (ratio to the best backend, log2)",
-        ylabel="ρ(τ): share of models within τ",
-        logx=True,
-        xbase=2.0,
-        xlim=(1.0, prof.tau_max),
-        ylim=(-0.02, 1.05),
-        width=width,
-    )
+    return plots.profile_svg(prof.curves, prof.tau_max, what, order=b.backends)
 
 
 def render_bench(b: BenchReport) -> str:
@@ -301,21 +345,24 @@ def render_bench(b: BenchReport) -> str:
         f"<h1>optlang bench — {escape(b.suite)}</h1>",
         f'<p class="meta"><b>{n_models}</b> models · backends <b>{escape(", ".join(b.backends) or "none")}</b> · '
         f"seeds {escape(', '.join(map(str, b.seeds)))} · time limit "
-        f"<b>{escape('none' if b.time_limit is None else f'{b.time_limit:g} s')}</b> · device "
+        f"<b>{escape('each model’s own, else 10 s' if b.time_limit is None else f'{b.time_limit:g} s')}</b> · device "
         f"<b>{escape(b.device)}</b> · {len(b.rows)} runs · {escape(b.created)}</p>",
     ]
     body.append('<section id="profile"><h2>Performance profiles (Dolan–Moré)</h2>')
-    body.append(profile_svg(b, "time"))
-    body.append(profile_svg(b, "gap"))
+    body.append(figure(profile_svg(b, "time")))
+    body.append(figure(profile_svg(b, "gap")))
     body.append(
         '<p class="note">Time profile: for each model, a backend\'s cost is the lower median over seeds of the '
-        "time its run first reported an objective within tolerance (relative 1e-4; exact for ising/maxcut) of "
+        "time its run's incumbent objective (never a relaxation value) first came within tolerance "
+        "(relative 1e-4; exact for ising/maxcut) of "
         "the best objective any backend found (∞ when it never did); ρ(τ) is the share of the models it ran on "
         "where its cost is within a factor τ of the fastest. Gap profile: the same with the relative objective "
         "gap + 1e-6.</p></section>"
     )
     body.append('<section id="summary"><h2>Backends</h2>')
-    body.append(table(fmt.BENCH_COLUMNS, fmt.bench_rows(b.backend_table()), cls="summary"))
+    st = plots.styles(b.backends)
+    swatches = {name: (st[name].color, st[name].glyph) for name in b.backends}
+    body.append(table(fmt.BENCH_COLUMNS, fmt.bench_rows(b.backend_table()), cls="summary", swatches=swatches))
     body.append("</section>")
     body.append('<section id="models"><h2>Models</h2>')
     body.append(table(["model", "kind", "best known", *b.backends], b.model_table(), cls="models", name_cols=2))

@@ -13,7 +13,7 @@ from optlang.report import fmt, panels
 
 if TYPE_CHECKING:
     from optlang.bench import BenchReport
-    from optlang.compare import Comparison
+    from optlang.compare.comparison import Comparison
 
 
 def _esc(v: Any) -> str:
@@ -33,8 +33,10 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def render_comparison(c: Comparison) -> str:
     """The comparison report as Markdown."""
     tl = "none" if c.time_limit is None else f"{c.time_limit:g} s"
+    if c.time_limit_source:
+        tl += f" (from {c.time_limit_source})"
     out = [
-        f"# optlang compare — {c.model}",
+        f"# optlang {c.command} — {c.model}",
         "",
         f"kind **{c.kind}** · {c.sense} · repeats **{c.repeats}** (seeds {', '.join(map(str, c.seeds))}) · "
         f"time limit **{tl}** · device **{c.device}** · {c.created}",
@@ -64,7 +66,15 @@ def render_comparison(c: Comparison) -> str:
         "",
         "## Convergence",
         "",
-        table(("backend", "history rows (all runs)", "median time to own best"), _convergence_rows(c)),
+        table(
+            (
+                "backend",
+                "history rows (all runs)",
+                "own reports left out (not the model's objective)",
+                "median time to own best (incumbent)",
+            ),
+            _convergence_rows(c),
+        ),
         "",
     ]
     panel = _panel(c)
@@ -102,15 +112,17 @@ def render_comparison(c: Comparison) -> str:
 
 
 def _convergence_rows(c: Comparison) -> list[list[str]]:
-    from optlang.bench import time_to_target
-
     rows = []
     for b in c.backends:
         runs = c.runs(b)
-        times = [time_to_target(r, r.objective, c.sense) for r in runs if panels.has_value(r)]
-        times = sorted(t for t in times if t != float("inf"))
+        times = sorted(
+            next(t for t, v in panels.objective_trace(r, c.sense)[0] if v == r.objective)
+            for r in runs
+            if panels.has_value(r)
+        )
         med = times[len(times) // 2] if times else None
-        rows.append([b, str(sum(len(r.history) for r in runs)), fmt.seconds(med)])
+        left_out = sum(len(panels.objective_trace(r, c.sense)[1]) for r in runs)
+        rows.append([b, str(sum(len(r.history) for r in runs)), str(left_out), fmt.seconds(med)])
     return rows
 
 

@@ -1,8 +1,9 @@
-"""Turn Results into chart data and SVG: convergence curves with bands, kind-specific panels.
+"""Turn Results into the series a report plots (pure data: no drawing, no files).
 
-Panels: cut/energy distribution over repeats (maxcut, ising), Pareto front scatter
-(multiobjective, info["front"]), per-region table and bars (dro, any info["regions"]).
-Shared by the HTML and Markdown renderers; nothing here writes files.
+Every plotted line is a quantity of the user's model (the per-run rule is in compare/traces.py):
+solid = incumbent objective, dashed = valid bound, median over repeats with a min–max band. What
+is left out of the objective lines (relaxation values, a backend's own surrogate loss) is kept in
+`Convergence.own`, which a report shows only in a panel labelled as such, one backend per plot.
 """
 
 from __future__ import annotations
@@ -10,37 +11,22 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from optlang.compare import has_value
-from optlang.report import svg
+from optlang.compare.stats import has_value
+from optlang.compare.traces import Points, bound_trace, bound_valid, end_time, objective_trace, reports_model_objective
 
 if TYPE_CHECKING:
-    from optlang.compare import Comparison
+    from optlang.compare.comparison import Comparison
     from optlang.result import Result
 
 MAX_GRID = 240
+__all__ = ["bound_trace", "bound_valid", "end_time", "objective_trace", "reports_model_objective"]
 
 
-# ----------------------------------------------------------------------------- convergence
-def run_trace(r: Result, column: int) -> list[tuple[float, float]]:
-    """(time, value) points of one run: history column 1 = objective, 2 = bound; final value appended."""
-    pts = [
-        (float(row[0]), float(row[column]))
-        for row in r.history
-        if row[column] is not None and math.isfinite(float(row[column])) and math.isfinite(float(row[0]))
-    ]
-    final = r.objective if column == 1 else r.bound
-    t_end = r.timing.get("solve", r.timing.get("total"))
-    if final is not None and math.isfinite(final):
-        if not pts:
-            pts = [(float(t_end or 0.0), float(final))]
-        elif t_end is not None and t_end > pts[-1][0] and column == 2:
-            pts.append((float(t_end), pts[-1][1]))  # a bound holds until the run ends
-    return pts
-
-
-def time_grid(traces: Sequence[list[tuple[float, float]]], log: bool) -> list[float]:
+# ----------------------------------------------------------------------------- several runs
+def time_grid(traces: Sequence[Points], log: bool) -> list[float]:
     """Sorted union of the traces' times, thinned to at most MAX_GRID points (log-spaced when log)."""
     ts = sorted({t for tr in traces for t, _ in tr if (t > 0 or not log)})
     if len(ts) <= MAX_GRID:
@@ -51,9 +37,7 @@ def time_grid(traces: Sequence[list[tuple[float, float]]], log: bool) -> list[fl
     return [lo + (hi - lo) * i / (MAX_GRID - 1) for i in range(MAX_GRID)]
 
 
-def band(
-    traces: Sequence[list[tuple[float, float]]], grid: Sequence[float]
-) -> tuple[list[float], list[float], list[float], list[float]]:
+def band(traces: Sequence[Points], grid: Sequence[float]) -> tuple[list[float], list[float], list[float], list[float]]:
     """Median, min and max over runs at each grid time (a run holds its last value; absent before its start)."""
     xs, med, lo, hi = [], [], [], []
     for t in grid:
@@ -75,52 +59,55 @@ def band(
     return xs, med, lo, hi
 
 
-def convergence_svg(c: Comparison, width: int = 760, height: int = 380) -> str:
-    """Objective (solid) and bound (dashed) against time, one colour per backend, min–max bands over repeats."""
-    obj_traces = {b: [run_trace(r, 1) for r in c.runs(b)] for b in c.backends}
-    bnd_traces = {
-        b: [run_trace(r, 2) for r in c.runs(b) if r.bound is not None or any(h[2] is not None for h in r.history)]
-        for b in c.backends
-    }
-    all_t = [t for trs in list(obj_traces.values()) + list(bnd_traces.values()) for tr in trs for t, _ in tr]
-    pos = [t for t in all_t if t > 0]
+@dataclass
+class Line:
+    """One plotted line of one backend: the median over repeats and the min–max band."""
+
+    backend: str
+    quantity: str  # "objective" | "bound" | "own"
+    xs: list[float]
+    ys: list[float]
+    lo: list[float] | None = None
+    hi: list[float] | None = None
+    runs: int = 1
+
+
+@dataclass
+class Convergence:
+    """The convergence panel's data: model-quantity lines, and the left-out own reports per backend."""
+
+    lines: list[Line] = field(default_factory=list)
+    own: dict[str, list[Points]] = field(default_factory=dict)  # backend -> its runs' left-out reports
+    logx: bool = False
+
+
+def convergence(c: Comparison) -> Convergence:
+    """Incumbent objective (solid) and valid bound (dashed) lines per backend, median and band over repeats."""
+    best = c.best_objective
+    obj: dict[str, list[Points]] = {}
+    bnd: dict[str, list[Points]] = {}
+    own: dict[str, list[Points]] = {}
+    for b in c.backends:
+        for r in c.runs(b):
+            kept, left = objective_trace(r, c.sense)
+            if kept:
+                obj.setdefault(b, []).append(kept)
+            if left:
+                own.setdefault(b, []).append(left)
+            bt = bound_trace(r, c.sense, best)
+            if bt:
+                bnd.setdefault(b, []).append(bt)
+    pos = [t for d in (obj, bnd) for trs in d.values() for tr in trs for t, _ in tr if t > 0]
     logx = bool(pos) and max(pos) / min(pos) > 100
-    series: list[svg.Series] = []
-    for i, b in enumerate(c.backends):
-        for traces, dash, label in ((obj_traces[b], "", b), (bnd_traces[b], "6,4", f"{b} bound")):
-            traces = [tr for tr in traces if tr]
+    out = Convergence(own=own, logx=logx)
+    for b in c.backends:
+        for quantity, traces in (("objective", obj.get(b, [])), ("bound", bnd.get(b, []))):
             if not traces:
                 continue
             xs, med, lo, hi = band(traces, time_grid(traces, logx))
             many = len(traces) > 1
-            series.append(
-                svg.Series(
-                    label,
-                    xs,
-                    med,
-                    svg.color(i),
-                    dash,
-                    lo if many else None,
-                    hi if many else None,
-                    step=True,
-                    markers=len(xs) <= 3,
-                )
-            )
-    title = f"Convergence ({c.sense}; median line, min–max band over repeats)"
-    if not series:
-        return svg.empty(title, "no run reported a scalar objective or bound over time", width)
-    ys = [y for s in series for y in list(s.ys) + list(s.lo or []) + list(s.hi or [])]
-    ylim = robust_limits(ys)
-    return svg.line_chart(
-        series,
-        title=title,
-        xlabel="time since solve start (s)",
-        ylabel="objective / bound",
-        logx=logx,
-        ylim=ylim,
-        width=width,
-        height=height,
-    )
+            out.lines.append(Line(b, quantity, xs, med, lo if many else None, hi if many else None, len(traces)))
+    return out
 
 
 def robust_limits(ys: Sequence[float]) -> tuple[float, float] | None:
@@ -138,21 +125,6 @@ def robust_limits(ys: Sequence[float]) -> tuple[float, float] | None:
 
 
 # ----------------------------------------------------------------------------- kind panels
-def distribution_svg(c: Comparison, width: int = 760) -> str:
-    """Final objective (cut or energy) of every repeat, one column per backend, best bound dashed."""
-    groups = [(b, [r.objective for r in c.runs(b) if has_value(r)]) for b in c.backends]
-    label = "cut" if c.kind == "maxcut" else ("energy" if c.kind == "ising" else "objective")
-    bound = c.best_bound
-    return svg.strip_chart(
-        groups,
-        title=f"{label} over repeats (bar = median" + ("; dashed = tightest bound)" if bound is not None else ")"),
-        ylabel=label,
-        reference=bound,
-        reference_label="tightest claimed bound",
-        width=width,
-    )
-
-
 def front_points(r: Result) -> tuple[list[str], list[list[float]]]:
     """Objective names and points of a run's Pareto front (info["front"]: [{"objectives": {...}}, ...])."""
     front = r.info.get("front") or []
@@ -171,25 +143,20 @@ def front_points(r: Result) -> tuple[list[str], list[list[float]]]:
     return names, pts
 
 
-def front_svg(c: Comparison, width: int = 760) -> str | None:
-    """Pareto front scatter of the first two objectives, every backend's fronts over repeats."""
-    groups = []
-    names: list[str] = []
-    for b in c.backends:
-        xs, ys = [], []
-        for r in c.runs(b):
-            n, pts = front_points(r)
-            if len(n) >= 2:
-                names = names or n
-                xs += [p[0] for p in pts]
-                ys += [p[1] for p in pts]
-        groups.append((b, xs, ys))
-    if not names:
+def returned_point(r: Result) -> tuple[list[str], list[float]] | None:
+    """The objective vector of the point a multi-objective run returned (info["objectives"]), if any."""
+    objs = r.info.get("objectives")
+    if not isinstance(objs, dict) or len(objs) < 2 or not r.status.has_solution:
         return None
-    extra = f" (first two of {len(names)} objectives)" if len(names) > 2 else ""
-    return svg.scatter_chart(
-        groups, title=f"Pareto front{extra}", xlabel=names[0], ylabel=names[1], width=width, connect=False
-    )
+    try:
+        return list(objs), [float(v) for v in objs.values()]
+    except (TypeError, ValueError):
+        return None
+
+
+def has_front(c: Comparison) -> bool:
+    """A multi-objective comparison with anything to draw in objective space (a front or returned points)."""
+    return any(len(front_points(r)[0]) >= 2 or returned_point(r) is not None for r in c.results)
 
 
 def region_rows(r: Result) -> list[dict[str, Any]]:
@@ -229,9 +196,9 @@ def best_run(c: Comparison, backend: str) -> Result | None:
     return runs[0] if runs else None
 
 
-def regions_svg(c: Comparison, width: int = 760) -> str | None:
-    """Grouped bars of the per-region metric of each backend's best run."""
-    data = []
+def regions(c: Comparison) -> tuple[str, list[str], list[tuple[str, list[float]]]] | None:
+    """(metric, region labels, [(backend, values)]) of each backend's best run, or None."""
+    data: list[tuple[str, list[float]]] = []
     categories: list[str] = []
     metric = None
     for b in c.backends:
@@ -243,19 +210,11 @@ def regions_svg(c: Comparison, width: int = 760) -> str | None:
         if metric is None:
             continue
         categories = categories or [region_label(row, i) for i, row in enumerate(rows)]
-        data.append(
-            (
-                b,
-                [float(row.get(metric, math.nan)) if _is_num(row.get(metric)) else math.nan for row in rows][
-                    : len(categories)
-                ],
-            )
-        )
+        vals = [float(row[metric]) if _is_num(row.get(metric)) else math.nan for row in rows]
+        data.append((b, vals[: len(categories)]))
     if not data or metric is None:
         return None
-    return svg.bar_chart(
-        categories, data, title=f"per-region {metric} (best run of each backend)", ylabel=metric, width=width
-    )
+    return metric, categories, data
 
 
 def _is_num(v: Any) -> bool:
@@ -264,7 +223,3 @@ def _is_num(v: Any) -> bool:
 
 def has_regions(c: Comparison) -> bool:
     return any(region_rows(r) for r in c.results)
-
-
-def has_front(c: Comparison) -> bool:
-    return any(len(front_points(r)[0]) >= 2 for r in c.results)
