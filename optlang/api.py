@@ -184,10 +184,7 @@ class Model:
     def variables(self) -> Mapping[str, Variable]:
         """Read-only: each declared variable (var, spin, binary) by name."""
         return MappingProxyType(
-            {
-                n: Variable(n, v.kind, tuple(v.shape), v.domain.describe())
-                for n, v in self.ir.variables.items()
-            }
+            {n: Variable(n, v.kind, tuple(v.shape), v.domain.describe()) for n, v in self.ir.variables.items()}
         )
 
     @property
@@ -223,16 +220,7 @@ class Model:
         solver = self.ir.solver
         names = list(backends or [])
         if solver is not None:
-            for key, value in solver.options.items():
-                if key in COMMON_TYPES:
-                    want = _check_common(key, value)
-                    if want is not None:
-                        raise OptionError(
-                            key,
-                            f"option '{key}' must be {want}, got {value!r}",
-                            span=solver.option_spans.get(key),
-                            code="E702",
-                        ).with_source(self.ir.source)
+            self._check_common_options(solver.options)
             if solver.name != "auto":
                 names.insert(0, solver.name)
         for i, name in enumerate(names):
@@ -245,10 +233,8 @@ class Model:
                     hint=f"did you mean '{close[0]}'?" if close else "backends: " + ", ".join(registry.names()),
                     code="E803",
                 ).with_source(self.ir.source)
-        if solver is not None and solver.name != "auto":
-            self._backend_options(solver.name, solver.options)
-        elif solver is not None:
-            for name in names or [self.plan().chosen]:
+        if solver is not None:  # `solver auto { ... }`: option names are checked once the plan picks a backend
+            for name in names:
                 self._backend_options(name, solver.options)
 
     @cached_property
@@ -287,7 +273,48 @@ class Model:
                 self._backend_options(p.chosen, solver.options)
             return p
         except OptlangError as e:
+            if e.code in ("E802", "E804"):
+                self._hint_domain(e)
             raise e.with_source(self.ir.source) from None
+
+    def _check_common_options(self, options: Mapping[str, Any]) -> None:
+        """Types of the options every backend shares; a solver-block option points at its line."""
+        spans = self.ir.solver.option_spans if self.ir.solver else {}
+        for key, value in options.items():
+            if key in COMMON_TYPES:
+                want = _check_common(key, value)
+                if want is not None:
+                    block = self.ir.solver is not None and self.ir.solver.options.get(key, object()) is value
+                    raise OptionError(
+                        key,
+                        f"option '{key}' must be {want}, got {value!r}",
+                        span=spans.get(key) if block else None,
+                        code="E702",
+                    ).with_source(self.ir.source)
+
+    def _hint_domain(self, e: OptlangError) -> None:
+        """A refused model whose constraints are plain bounds on a variable: say to write a domain."""
+        import re
+
+        for c in self.ir.constraints:
+            m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(>=|<=)\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*", c.text or "")
+            r = re.fullmatch(r"\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*(>=|<=)\s*([A-Za-z_]\w*)\s*", c.text or "")
+            if m and m.group(1) in self.ir.variables:
+                name, op, bound = m.groups()
+            elif r and r.group(3) in self.ir.variables:
+                bound, op, name = r.groups()
+                op = ">=" if op == "<=" else "<="
+            else:
+                continue
+            v = self.ir.variables[name]
+            dims = "[" + ", ".join(map(str, v.shape)) + "]" if v.shape else ""
+            e.hint = (
+                f"a bound on a variable is a domain, which every backend handles: declare `var {name}{dims} "
+                f"{op} {bound}` (or `in [lo, hi]`) and drop the constraint"
+            )
+            if e.span is None:
+                e.span = c.span
+            return
 
     def _backend_options(self, backend: str, options: Mapping[str, Any]) -> Any:
         """Validate options for a backend; an unknown key points at its line in the solver block."""
@@ -325,6 +352,7 @@ class Model:
         if self.ir.solver and self.ir.solver.name in ("auto", the_plan.chosen):
             opts.update(self.ir.solver.options)
         opts.update(options or {})
+        self._check_common_options(opts)
         common = {k: opts.pop(k) for k in list(opts) if k in COMMON_OPTIONS}
         time_limit = time_limit if time_limit is not None else common.get("time_limit")
         seed = seed if seed is not None else int(common.get("seed", 0))

@@ -44,6 +44,16 @@ class Plan:
     form: Form | None = None
     forced: bool = False
 
+    def _repr_markdown_(self) -> str:
+        from optlang.display import plan_markdown
+
+        return plan_markdown(self)
+
+    def _repr_html_(self) -> str:
+        from optlang.display import plan_html
+
+        return plan_html(self)
+
     def explain(self) -> str:
         lines = [f"kind: {self.kind} — {KIND_TEXT.get(self.kind, self.kind)}"]
         if self.form is not None:

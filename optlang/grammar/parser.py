@@ -163,9 +163,61 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
             hint="choose another name",
             code="E104",
         )
+    known = _known_mistake(tok, source.text.replace("\t", " "), span, source)
+    if known is not None:
+        return known
     expected = _describe_expected(e.expected)
     hint = label or (f"expected {expected}" if expected else None)
     return ParseError(f"unexpected {shown}", span, source=source, hint=hint, code="E100")
+
+
+_OPERATORS = "+-*/^@"
+
+
+def _known_mistake(tok: Token, text: str, span: Span, source: Source) -> ParseError | None:
+    """Mistakes with a fix to name: `**`, a line ending in an operator, two domains on one `var`."""
+    start = tok.start_pos or 0
+    before = text[:start].rstrip(" ")
+    line = text.splitlines()[tok.line - 1] if tok.line and tok.line <= len(text.splitlines()) else ""
+    if str(tok) == "*" and before.endswith("*"):
+        return ParseError(
+            "`**` is not an operator",
+            Span(tok.line, tok.column - 1, tok.line, tok.column + 1),
+            source=source,
+            hint="powers are written with ^: x^2 (and elementwise on vectors: sum(x^2))",
+            code="E106",
+        )
+    if tok.type == "_NL" and before and before[-1] in _OPERATORS:
+        op = before[-1]
+        if not text[start:].strip():
+            return ParseError(
+                f"'{op}' is missing its right operand",
+                Span(tok.line, tok.column - 1, tok.line, tok.column),
+                source=source,
+                hint=f"complete the expression after '{op}', or remove the '{op}'",
+                code="E107",
+            )
+        return ParseError(
+            f"the line ends with '{op}': an expression does not continue on the next line",
+            Span(tok.line, tok.column - 1, tok.line, tok.column),
+            source=source,
+            hint=f"wrap the whole expression in ( ) to continue it over lines — `minimize (a {op}` on this line, "
+            "`b)` on the next: newlines inside ( ) and [ ] are ignored",
+            code="E107",
+        )
+    if (
+        str(tok) in ("<=", ">=")
+        and line.lstrip().startswith("var ")
+        and (">=" in line[: tok.column - 1] or "<=" in line[: tok.column - 1])
+    ):
+        return ParseError(
+            "a variable has one domain, and this is a second bound",
+            span,
+            source=source,
+            hint="for both bounds write a box: var x[n] in [lo, hi]",
+            code="E108",
+        )
+    return None
 
 
 _NICE = {
@@ -188,11 +240,21 @@ _NICE = {
     "SLASH": "'/'",
     "MAXOVER": "'max over'",
     "SUBJECT_TO": "'subject to'",
+    "SEMICOLON": "';'",
+    "$END": "end of file",
+    "MORETHAN": "'>'",
+    "LESSTHAN": "'<'",
+    "CIRCUMFLEX": "'^'",
+    "AT": "'@'",
+    "DOT": "'.'",
 }
 
 
 def _describe_expected(expected: set[str]) -> str:
-    names = sorted({_NICE.get(t, t.lower().strip("_") if t.isupper() else t) for t in expected})
+    """Lark's terminal names in words; a name with no plain reading ($END, __ANON_3) is left out."""
+    names = sorted(
+        {_NICE.get(t, t.lower().strip("_") if t.isupper() and "ANON" not in t else "") for t in expected} - {""}
+    )
     if len(names) > 8:
         return ""
     return ", ".join(names)
