@@ -2,8 +2,9 @@
 
 One statement per line, single spaces around binary operators and `=`, `^` unspaced, parentheses only
 where precedence needs them, one entry per line in `minimize { }` blocks and in `subject to { }` blocks of
-several constraints; a solver block (and a one-constraint `subject to`) on one line when it fits, blank lines kept (runs of them collapsed to one), comments kept where
-they stand (a comment inside a multi-line expression moves above its statement). Lines are not wrapped.
+several constraints; a solver block (and a one-constraint `subject to`) on one line when it fits;
+blank lines kept (runs of them collapsed to one); comments kept where they stand
+(a comment inside a multi-line expression moves above its statement). Lines are not wrapped.
 
 Meaning is kept by construction and checked: the formatted text must parse to the same tree (tokens and
 structure, positions aside), else `format_text` raises instead of returning it.
