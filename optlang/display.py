@@ -112,12 +112,15 @@ class Progress:
         self.row: dict[str, Any] | None = None
         self.live: Any = None
         self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        if enabled:  # the line appears after `delay` even when the backend has not reported yet
+            self._timer = threading.Timer(delay, self._start_live)
+            self._timer.daemon = True
+            self._timer.start()
 
     def __call__(self, row: dict[str, Any]) -> None:
         with self._lock:
             self.row = dict(row)
-        if self.enabled and self.live is None and time.perf_counter() - self.start >= self.delay:
-            self._start_live()
 
     def line(self) -> str:
         """The text of the line now: `  3.2s  objective 39  bound 40  gap 2.5%  (specann)`."""
@@ -145,13 +148,20 @@ class Progress:
         from rich.console import Console
         from rich.live import Live
 
-        self.live = Live(self, console=Console(stderr=True), refresh_per_second=4, transient=True)
-        self.live.start()
+        with self._lock:
+            if self.live is not None or not self.enabled:
+                return
+            self.live = Live(self, console=Console(stderr=True), refresh_per_second=4, transient=True)
+            self.live.start()
 
     def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            self.enabled = False
+            live, self.live = self.live, None
+        if live is not None:
+            live.stop()
 
 
 # ----------------------------------------------------------------------------- notebooks
