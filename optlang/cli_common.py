@@ -35,7 +35,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if (
             "default" in text
             or not action.option_strings
-            or default in (None, False, argparse.SUPPRESS)
+            or default is None
+            or default is False
+            or default == argparse.SUPPRESS
             or isinstance(default, list)
         ):
             return text

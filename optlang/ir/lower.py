@@ -95,7 +95,7 @@ class Lowerer:
                 self.errors.extend(e.errors)
             except OptlangError as e:
                 self.errors.append(e)
-        for unused in sorted(set(self.overrides) - set(self.params)):
+        for unused in sorted(set(self.overrides) - set(self.params) - self.poisoned):
             self.errors.append(
                 ModelError(
                     f"there is no param '{unused}' to override",
@@ -105,7 +105,7 @@ class Lowerer:
                 )
             )
         known_sources = set(self.tables) | set(self.graphs)
-        for unused in sorted(set(self.data_overrides) - known_sources):
+        for unused in sorted(set(self.data_overrides) - known_sources - self.poisoned):  # poisoned: already told
             self.errors.append(
                 ModelError(
                     f"there is no data or graph '{unused}' to override",
@@ -243,7 +243,19 @@ class Lowerer:
                     code="E701",
                 )
             D.check_finite(W.data, f"override of '{name}'", span)
-            return D.Graph(D._symmetrize(W))
+            upper, lower = sp.triu(W, k=1), sp.tril(W, k=-1)
+            if upper.nnz and lower.nnz:  # both directions given: it must already be symmetric
+                if abs(W - W.T).max() > 1e-12 * max(1.0, abs(W).max()):
+                    raise DataError(
+                        f"override for graph '{name}' is not symmetric",
+                        span,
+                        hint="give each edge once (upper or lower triangle) or a symmetric matrix",
+                        code="E701",
+                    )
+                W = (upper + lower).tocsr()
+                W.eliminate_zeros()
+                return D.Graph(W)
+            return D.Graph(D._symmetrize(W))  # each edge given once
         if kind == "data" and (isinstance(value, (tuple, list)) and len(value) == 2 or isinstance(value, np.ndarray)):
             X, y = (value, None) if isinstance(value, np.ndarray) else value
             X = np.asarray(X, dtype=np.float64)
