@@ -70,22 +70,18 @@ def internal_rows(r: Any) -> list[tuple[str, str]]:
 def print_result(r: Any, model_name: str, con: Any, verbose: bool = False) -> None:
     """The human summary of a solve on a rich console."""
     from rich.markup import escape
-    from rich.table import Table
 
     color = "green" if r.ok else ("yellow" if r.status.has_solution else "red")
     con.print(
         f"[bold {color}]{r.status.value}[/]  {escape(model_name)} ({r.kind}) with [bold]{r.backend}[/] on {r.device}"
     )
-    t = Table(show_header=False, box=None)
-    t.add_column(style="bold")
-    t.add_column()
-    for k, v in user_rows(r):
-        t.add_row(escape(k), escape(v))
+    rows = [(k, v, "bold") for k, v in user_rows(r)]
     internals = internal_rows(r)
     if verbose:
-        for k, v in internals:
-            t.add_row(f"[dim]{escape(k)}[/]", escape(v))
-    con.print(t)
+        rows += [(k, v, "dim") for k, v in internals]
+    width = max(len(k) for k, _, _ in rows)
+    for k, v, style in rows:  # aligned lines, no table padding: nothing trails in a pipe
+        con.print(f" [{style}]{escape(k.ljust(width))}[/]  {escape(v)}")
     for c in r.checks:
         mark = "[green]✓[/]" if c.passed else "[red]✗[/]"
         con.print(f"  {mark} {escape(c.name)}: {escape(c.detail)}")

@@ -99,3 +99,31 @@ def test_lexer_is_the_registered_entry_point() -> None:
     module, cls = target.split(":")
     assert getattr(import_module(module), cls) is OptlangLexer
     assert {"optlang", "opt"} <= set(OptlangLexer.aliases) and "*.opt" in OptlangLexer.filenames
+
+
+def test_pygmentize_finds_the_lexer_through_the_entry_point(tmp_path: Path) -> None:
+    """What `pip install` writes (a dist-info with the pyproject's entry point) is enough for
+    `pygmentize -l optlang` and for guessing the lexer of a .opt file."""
+    import os
+    import subprocess
+    import sys
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    dist = tmp_path / f"optlang_dsl-{project['project']['version']}.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: optlang-dsl\nVersion: {project['project']['version']}\n"
+    )
+    target = project["project"]["entry-points"]["pygments.lexers"]["optlang"]
+    (dist / "entry_points.txt").write_text(f"[pygments.lexers]\noptlang = {target}\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    model = ROOT / "models" / "robust_game.opt"
+    code = "from pygments.cmdline import main; import sys; sys.exit(main(sys.argv))"
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-c", code, *args]  # sys.argv[0] is "-c", as pygmentize's own
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+
+    out = run("-l", "optlang", "-f", "html", str(model))
+    assert out.returncode == 0, out.stderr
+    assert '<span class="kd">param</span>' in out.stdout and '<span class="nb">tanh</span>' in out.stdout
+    assert run("-N", str(model)).stdout.strip() == "optlang"
