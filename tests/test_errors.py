@@ -97,3 +97,18 @@ def test_cut_of_declared_spins_is_maxcut() -> None:
     short = optlang.parse("graph G = torus(3, 4, seed = 1)\nmaxcut G\n")
     assert long.kind == short.kind == "maxcut"
     assert optlang.parse("graph G = torus(3, 4, seed = 1)\nspin s[G.n]\nmaximize cut(G, s) + 1\n").kind == "ising"
+
+
+def test_no_grammar_internals_in_any_message() -> None:
+    """Lark's terminal names never reach a user (`expected $end` was one)."""
+    internals = ("$END", "$end", "__ANON", "_NL", "RBRACE", "LSQB", "NAME", "NUMBER", "SEMICOLON", "Token(")
+    for expected in ERRORS.glob("*.expected"):
+        text = expected.read_text(encoding="utf-8")
+        assert not [w for w in internals if w in text], expected.name
+
+
+def test_every_syntax_error_has_a_hint() -> None:
+    for expected in ERRORS.glob("*.expected"):
+        text = expected.read_text(encoding="utf-8")
+        if "error[E10" in text:
+            assert "= hint:" in text, expected.name

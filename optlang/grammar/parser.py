@@ -14,6 +14,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from optlang.errors import ParseError
+from optlang.grammar.mistakes import explain_character, explain_token
 from optlang.source import Source, Span
 
 KEYWORDS = frozenset(
@@ -119,7 +120,12 @@ def parse_tree(source: Source) -> Tree:
         return _parser().parse(text + ("\n" if not text.endswith("\n") else ""))
     except _Bracket as b:
         span = Span(b.tok.line, b.tok.column, b.tok.line, b.tok.column + len(str(b.tok)))
-        hint = "close it before the end of the statement" if b.eof else None
+        if b.eof:
+            hint = "close it before the end of the statement"
+        elif "closes nothing" in b.message:
+            hint = f"remove it, or open a matching '{_CHAR[_CLOSE[b.tok.type]]}' before it"
+        else:
+            hint = "close the inner bracket first"
         raise ParseError(b.message, span, hint=hint, source=source, code="E103") from None
     except UnexpectedInput as e:
         raise _convert(e, source) from None
@@ -135,6 +141,9 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
     col = getattr(e, "column", None) or 1
     if isinstance(e, UnexpectedCharacters):
         ch = source.text.replace("\t", " ")[e.pos_in_stream] if e.pos_in_stream < len(source.text) else "?"
+        known = explain_character(source.text.replace("\t", " "), e.pos_in_stream, line, col, source)
+        if known is not None:
+            return known
         return ParseError(
             f"unexpected character '{ch}'", Span(line, col, line, col + 1), source=source, hint=label, code="E101"
         )
@@ -163,61 +172,12 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
             hint="choose another name",
             code="E104",
         )
-    known = _known_mistake(tok, source.text.replace("\t", " "), span, source)
+    known = explain_token(tok, source.text.replace("\t", " "), set(e.expected), span, source)
     if known is not None:
         return known
     expected = _describe_expected(e.expected)
     hint = label or (f"expected {expected}" if expected else None)
     return ParseError(f"unexpected {shown}", span, source=source, hint=hint, code="E100")
-
-
-_OPERATORS = "+-*/^@"
-
-
-def _known_mistake(tok: Token, text: str, span: Span, source: Source) -> ParseError | None:
-    """Mistakes with a fix to name: `**`, a line ending in an operator, two domains on one `var`."""
-    start = tok.start_pos or 0
-    before = text[:start].rstrip(" ")
-    line = text.splitlines()[tok.line - 1] if tok.line and tok.line <= len(text.splitlines()) else ""
-    if str(tok) == "*" and before.endswith("*"):
-        return ParseError(
-            "`**` is not an operator",
-            Span(tok.line, tok.column - 1, tok.line, tok.column + 1),
-            source=source,
-            hint="powers are written with ^: x^2 (and elementwise on vectors: sum(x^2))",
-            code="E106",
-        )
-    if tok.type == "_NL" and before and before[-1] in _OPERATORS:
-        op = before[-1]
-        if not text[start:].strip():
-            return ParseError(
-                f"'{op}' is missing its right operand",
-                Span(tok.line, tok.column - 1, tok.line, tok.column),
-                source=source,
-                hint=f"complete the expression after '{op}', or remove the '{op}'",
-                code="E107",
-            )
-        return ParseError(
-            f"the line ends with '{op}': an expression does not continue on the next line",
-            Span(tok.line, tok.column - 1, tok.line, tok.column),
-            source=source,
-            hint=f"wrap the whole expression in ( ) to continue it over lines — `minimize (a {op}` on this line, "
-            "`b)` on the next: newlines inside ( ) and [ ] are ignored",
-            code="E107",
-        )
-    if (
-        str(tok) in ("<=", ">=")
-        and line.lstrip().startswith("var ")
-        and (">=" in line[: tok.column - 1] or "<=" in line[: tok.column - 1])
-    ):
-        return ParseError(
-            "a variable has one domain, and this is a second bound",
-            span,
-            source=source,
-            hint="for both bounds write a box: var x[n] in [lo, hi]",
-            code="E108",
-        )
-    return None
 
 
 _NICE = {
