@@ -315,6 +315,22 @@ class Model:
             if e.span is None:
                 e.span = c.span
             return
+        general = [c for c in self.ir.constraints if c.sense != "argmin"]
+        if general and self.form.kind == "smooth" and e.hint is None:
+            c = general[0]
+            m = re.fullmatch(r"\s*sum\(\s*([A-Za-z_]\w*)\s*\)\s*==\s*1(\.0*)?\s*", c.text or "")
+            if m and m.group(1) in self.ir.variables:
+                v = self.ir.variables[m.group(1)]
+                dims = "[" + ", ".join(map(str, v.shape)) + "]" if v.shape else ""
+                e.hint = f"if {m.group(1)} is also >= 0, this is a domain: declare `var {m.group(1)}{dims} in simplex`"
+            else:
+                e.hint = (
+                    "the smooth backend projects onto variable domains only: write bounds as a domain "
+                    "(`in [lo, hi]`, `>= lo`, `<= hi`, `in simplex`, `in ball(r)`), or move the constraint into "
+                    "the objective as a penalty"
+                )
+            if e.span is None:
+                e.span = c.span
 
     def _backend_options(self, backend: str, options: Mapping[str, Any]) -> Any:
         """Validate options for a backend; an unknown key points at its line in the solver block."""

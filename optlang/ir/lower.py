@@ -448,7 +448,9 @@ class Lowerer:
                     code="E508",
                 )
         if "radius" not in kw:
-            raise ModelError(f"{kind}() needs radius = r", aspan, code="E508")
+            given = f"{pos[0]:g}" if pos and isinstance(pos[0], (int, float)) else "r"
+            example = f"{kind}(chi2, radius = {given})" if kind == "target_conditional" else f"{kind}(radius = {given})"
+            raise ModelError(f"{kind}() needs radius = r", aspan, hint=f"arguments are named: {example}", code="E508")
         radius = float(kw["radius"])
         if radius < 0:
             raise ModelError(f"the radius must be non-negative, got {radius:g}", aspan, code="E508")
@@ -713,7 +715,11 @@ class Lowerer:
     @staticmethod
     def _did_you_mean(name: str, known: list[str]) -> str | None:
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        return f"did you mean '{close[0]}'?" if close else None
+        if close:
+            return f"did you mean '{close[0]}'?"
+        if 0 < len(known) <= 12:  # nothing close: say what there is
+            return "defined here: " + ", ".join(sorted(known))
+        return None
 
     def _attr(self, t: Tree, span: Span) -> Node:
         base_t, field_tok = t.children
