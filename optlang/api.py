@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -139,6 +139,7 @@ def _check_common(key: str, value: Any) -> str | None:
     types, want = COMMON_TYPES[key]
     if isinstance(value, bool) or not isinstance(value, types):
         return want
+    value = cast(Any, value)
     if key in ("time_limit", "max_iter", "tol") and value <= 0:
         return want
     if key == "device" and not (value in ("cpu", "cuda", "auto") or value.startswith("cuda:")):
@@ -262,6 +263,7 @@ class Model:
                 if first is None:
                     return self.plan(None)
                 raise first
+        assert backend is None or isinstance(backend, str)
         solver = self.ir.solver
         name = backend if backend not in (None, "") else (solver.name if solver else "auto")
         span = solver.span if solver and backend in (None, "") else None

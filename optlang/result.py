@@ -159,7 +159,9 @@ class Result:
             plan=d.get("plan", ""),
             timing=dict(d.get("timing", {})),
             iterations=int(d.get("iterations", 0)),
-            history=tuple((float(t), _unnum(o), _unnum(b)) for t, o, b in d.get("history", [])),
+            history=tuple(
+                HistoryRow(float(t), math.nan if o is None else float(o), _unnum(b)) for t, o, b in d.get("history", [])
+            ),
             checks=tuple(Check(c["name"], bool(c["passed"]), c.get("detail", "")) for c in d.get("checks", [])),
             device=d.get("device", "cpu"),
             seed=int(d.get("seed", 0)),

@@ -50,21 +50,22 @@ def explain_token(tok: Token, text: str, expected: set[str], span: Span, source:
     start = tok.start_pos or 0
     before = text[:start].rstrip(" ")
     after = text[(tok.end_pos or start) :]
-    line = _line_of(text, tok.line or 1)
+    ln = tok.line or 1
+    line = _line_of(text, ln)
     col = tok.column or 1
     value = str(tok)
     at_statement_start = before == "" or before[-1] in "\n;"
     if value == "*" and before.endswith("*"):
         return _err(
             "`**` is not an operator",
-            Span(tok.line, col - 1, tok.line, col + 1),
+            Span(ln, col - 1, ln, col + 1),
             source,
             "powers are written with ^: x^2 (and elementwise on vectors: sum(x^2))",
             "E106",
         )
     if tok.type == "_NL" and before and before[-1] in OPERATORS:
         op = before[-1]
-        where = Span(tok.line, col - 1, tok.line, col)
+        where = Span(ln, col - 1, ln, col)
         if not text[start:].strip():
             return _err(
                 f"'{op}' is missing its right operand",
@@ -106,9 +107,7 @@ def explain_token(tok: Token, text: str, expected: set[str], span: Span, source:
             hint + "statements start with " + ", ".join(STATEMENTS),
         )
     if value == ":" and after.startswith("="):
-        return _err(
-            "`:=` is not an operator", Span(tok.line, col, tok.line, col + 2), source, "declarations use =: param n = 3"
-        )
+        return _err("`:=` is not an operator", Span(ln, col, ln, col + 2), source, "declarations use =: param n = 3")
     if value == ":" and before.endswith("subject to"):
         return _err("no ':' after `subject to`", span, source, "write: subject to { x >= 0 }")
     if value == ":" and "EQUAL" in expected and line.lstrip().startswith("solver"):
@@ -116,14 +115,14 @@ def explain_token(tok: Token, text: str, expected: set[str], span: Span, source:
     if value == "^" and before.endswith("."):
         return _err(
             "`.^` is not an operator",
-            Span(tok.line, col - 1, tok.line, col + 1),
+            Span(ln, col - 1, ln, col + 1),
             source,
             "operators act elementwise already: x^2, x * y, x / y",
         )
     if value in ("*", "/") and before.endswith(".") and not before[:-1].rstrip().endswith(tuple("0123456789")):
         return _err(
             f"`.{value}` is not an operator",
-            Span(tok.line, col - 1, tok.line, col + 1),
+            Span(ln, col - 1, ln, col + 1),
             source,
             f"operators act elementwise already: x {value} y; a matrix product is A @ x",
         )
@@ -142,7 +141,7 @@ def explain_token(tok: Token, text: str, expected: set[str], span: Span, source:
         return _err(f"a domain is written `in {value}`", span, source, f"for example: var p[n] in {value}")
     if value == "=" and after[:1] in ("<", ">"):
         op = "<=" if after.startswith("<") else ">="
-        return _err(f"`={after[0]}` is not an operator", Span(tok.line, col, tok.line, col + 2), source, f"write {op}")
+        return _err(f"`={after[0]}` is not an operator", Span(ln, col, ln, col + 2), source, f"write {op}")
     if value == "=" and ("RBRACE" in expected or "_NL" in expected or "MORETHAN" in expected) and "{" in text[:start]:
         if not line.lstrip().startswith(("param", "let", "data", "graph", "solver")) and _in_subject_block(text, start):
             return _err(
