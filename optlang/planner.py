@@ -44,6 +44,13 @@ class Plan:
     form: Form | None = None
     forced: bool = False
 
+    def __repr__(self) -> str:
+        accepted = [c.name for c in self.candidates if c.accepted]
+        return f"Plan(kind={self.kind!r}, chosen={self.chosen!r}, forced={self.forced}, accepted={accepted!r})"
+
+    def __str__(self) -> str:
+        return self.explain()
+
     def _repr_markdown_(self) -> str:
         from optlang.display import plan_markdown
 
