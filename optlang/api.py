@@ -125,8 +125,8 @@ class Variable:
 
 COMMON_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "time_limit": ((int, float), "a positive number of seconds"),
-    "max_iter": (int, "a positive integer"),
-    "seed": (int, "an integer"),
+    "max_iter": ((int, float), "a positive integer"),
+    "seed": ((int, float), "an integer"),
     "tol": ((int, float), "a positive number"),
     "device": (str, 'one of "cpu", "cuda", "auto"'),
     "dtype": (str, '"float32" or "float64"'),
@@ -140,6 +140,8 @@ def _check_common(key: str, value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, types):
         return want
     value = cast(Any, value)
+    if key in ("max_iter", "seed") and not float(value).is_integer():
+        return want
     if key in ("time_limit", "max_iter", "tol") and value <= 0:
         return want
     if key == "device" and not (value in ("cpu", "cuda", "auto") or value.startswith("cuda:")):
@@ -377,6 +379,7 @@ class Model:
         device = device or common.get("device", "auto")
         dtype = dtype or common.get("dtype", "float32")
         max_iter = max_iter if max_iter is not None else common.get("max_iter")
+        max_iter = None if max_iter is None else int(max_iter)  # 1e3 in a solver block is an integer
         bound_mode = common.get("bound", "none")
         if bound_mode not in ("none", "sdp", False, None):
             raise OptionError("bound", f"unknown bound '{bound_mode}'", hint='use bound = "sdp" or "none"', code="E702")

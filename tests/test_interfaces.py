@@ -280,3 +280,19 @@ def test_table_and_bad_overrides() -> None:
         optlang.parse("graph G = torus(3, 3, seed = 1)\nmaxcut G\n", data={"G": {"a": 1}})
     assert info.value.code == "E701" and "networkx graph" in info.value.message
     assert len(info.value.errors) == 1  # one clear error, not two contradictory ones
+
+
+def test_common_option_types() -> None:
+    """max_iter = 1e3 is an integer (it crashed gd); 2.5 and "lots" are refused at their line, by check and solve."""
+    ok = optlang.parse("var x[2]\nminimize sumsq(x)\nsolver gd { max_iter = 1e3 }\n")
+    ok.check_solver()
+    assert ok.solve().ok
+    for bad in ("2.5", '"lots"', "-1"):
+        m = optlang.parse(f"var x[2]\nminimize sumsq(x)\nsolver gd {{ max_iter = {bad} }}\n")
+        for call in (m.check_solver, m.solve):
+            with pytest.raises(optlang.OptlangError) as info:
+                call()
+            assert info.value.code == "E702" and info.value.line == 3
+    with pytest.raises(optlang.OptlangError) as info:
+        optlang.load(SMOOTH).solve(options={"time_limit": "5s"})
+    assert info.value.code == "E702" and "positive number of seconds" in info.value.message
