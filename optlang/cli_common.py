@@ -44,10 +44,12 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
-def new_command(sub: Any, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
-    """A subcommand with the shared help layout and exit-code epilog."""
+def new_command(
+    sub: Any, name: str, help: str, description: str | None = None, epilog: str = EPILOG
+) -> argparse.ArgumentParser:
+    """A subcommand with the shared help layout and an exit-code epilog (the shared one by default)."""
     return sub.add_parser(
-        name, help=help, description=description or help, epilog=EPILOG, formatter_class=HelpFormatter
+        name, help=help, description=description or help, epilog=epilog, formatter_class=HelpFormatter
     )
 
 

@@ -292,6 +292,8 @@ def add_parser(subparsers: Any) -> None:
         "rewrite .opt files in the canonical layout (meaning checked unchanged)",
         "Rewrite .opt files in place in the canonical layout; --check only reports (exit 1 when a file "
         "would change), --diff shows the change, '-' reads stdin and writes stdout.",
+        epilog="exit codes:\n  0   formatted, or nothing to change\n  1   --check: a file would change\n"
+        "  2   usage error\n  3   a file does not parse (the message points at file:line:col), or cannot be read",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".opt files or folders ('-' for stdin)")
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 when a file is not formatted")
