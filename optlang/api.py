@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, cast
 
 import numpy as np
 
@@ -65,10 +67,13 @@ def parse(
     data: Mapping[str, Any] | None = None,
     path: str = "<string>",
 ) -> Model:
-    """Parse model text (paths in load() are relative to base_dir)."""
+    """Parse model text (paths in load() are relative to base_dir).
+
+    Overrides may be numbers, lists, numpy arrays, scipy sparse matrices, networkx graphs, `(X, y)`
+    tables or file paths (str or Path); a graph or table given under `params` is used as a data override."""
     source = Source(text, path, Path(base_dir))
     try:
-        ir = lower_source(source, dict(params or {}), dict(data or {}))
+        ir = lower_source(source, _overrides(params), _overrides(data))
         form = classify(ir)
         model = Model(ir, form)
         if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
@@ -80,8 +85,75 @@ def parse(
     return model
 
 
+def _overrides(given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Normalize API overrides: a networkx graph becomes its weighted adjacency matrix (nodes in sorted
+    order when they sort), a Path becomes its string."""
+    out: dict[str, Any] = {}
+    for name, value in (given or {}).items():
+        if isinstance(value, Path):
+            value = str(value)
+        elif type(value).__module__.startswith("networkx"):
+            import networkx as nx
+
+            nodes = list(value.nodes)
+            try:
+                nodes = sorted(nodes)
+            except TypeError:
+                pass
+            value = nx.to_scipy_sparse_array(value, nodelist=nodes, weight="weight", format="csr")
+        out[name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A decision variable as the model declares it: element kind (real, spin, binary), shape, domain."""
+
+    name: str
+    kind: str
+    shape: tuple[int, ...]
+    domain: str
+
+    def describe(self) -> str:
+        """`real [3] in [0, 1]`, `spin [800]`, `real scalar free`."""
+        dims = "[" + ", ".join(map(str, self.shape)) + "]" if self.shape else "scalar"
+        return f"{self.kind} {dims}" + ("" if self.kind != "real" else f" {self.domain}")
+
+
+COMMON_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "time_limit": ((int, float), "a positive number of seconds"),
+    "max_iter": ((int, float), "a positive integer"),
+    "seed": ((int, float), "an integer"),
+    "tol": ((int, float), "a positive number"),
+    "device": (str, 'one of "cpu", "cuda", "auto"'),
+    "dtype": (str, '"float32" or "float64"'),
+    "bound": (str, '"sdp" or "none"'),
+}
+
+
+def _check_common(key: str, value: Any) -> str | None:
+    """Why a common solver option's value is wrong, or None."""
+    types, want = COMMON_TYPES[key]
+    if isinstance(value, bool) or not isinstance(value, types):
+        return want
+    value = cast(Any, value)
+    if key in ("max_iter", "seed") and not float(value).is_integer():
+        return want
+    if key in ("time_limit", "max_iter", "tol") and value <= 0:
+        return want
+    if key == "device" and not (value in ("cpu", "cuda", "auto") or value.startswith("cuda:")):
+        return want
+    if key == "dtype" and value not in ("float32", "float64"):
+        return want
+    if key == "bound" and value not in ("sdp", "none"):
+        return want
+    return None
+
+
 class Model:
-    """A checked, classified model. `plan()` explains the backend choice; `solve()` runs it."""
+    """A checked, classified model. `plan()` explains the backend choice; `solve()` runs it.
+
+    `params`, `variables` and `graphs` are read-only views of what the model declares."""
 
     def __init__(self, ir: ModelIR, form: Form) -> None:
         self.ir = ir
@@ -103,17 +175,95 @@ class Model:
     def solver_options(self) -> dict[str, Any]:
         return dict(self.ir.solver.options) if self.ir.solver else {}
 
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """Read-only: each `param` by name, as a Python float or a numpy array (scipy sparse when sparse)."""
+        return MappingProxyType(self.ir.params)
+
+    @property
+    def variables(self) -> Mapping[str, Variable]:
+        """Read-only: each declared variable (var, spin, binary) by name."""
+        return MappingProxyType(
+            {n: Variable(n, v.kind, tuple(v.shape), v.domain.describe()) for n, v in self.ir.variables.items()}
+        )
+
+    @property
+    def graphs(self) -> Mapping[str, Any]:
+        """Read-only: each `graph` by name (`.W` the symmetric weight matrix, `.n` nodes, `.m` edges)."""
+        return MappingProxyType(self.ir.graphs)
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        """Read-only: each `data` table by name (`.X` features, `.y` target or None, `.columns`)."""
+        return MappingProxyType(self.ir.tables)
+
     def __repr__(self) -> str:
         return f"Model({self.name!r}, kind={self.kind!r})"
+
+    def _repr_markdown_(self) -> str:
+        from optlang.display import model_markdown
+
+        return model_markdown(self)
+
+    def _repr_html_(self) -> str:
+        from optlang.display import model_html
+
+        return model_html(self)
+
+    def check_solver(self, backends: Sequence[str] | None = None) -> None:
+        """Validate the solver block (backend name, option names and types) and the named backends,
+        as `optlang check` does; raises OptionError/PlanError with a did-you-mean hint."""
+        import difflib
+
+        from optlang.errors import PlanError
+
+        solver = self.ir.solver
+        names = list(backends or [])
+        if solver is not None:
+            self._check_common_options(solver.options)
+            if solver.name != "auto":
+                names.insert(0, solver.name)
+        for i, name in enumerate(names):
+            if name not in registry.names():
+                close = difflib.get_close_matches(name, registry.names(), n=1)
+                from_block = solver is not None and i == 0 and name == solver.name and not backends
+                raise PlanError(
+                    f"unknown backend '{name}'",
+                    solver.span if from_block and solver else None,
+                    hint=f"did you mean '{close[0]}'?" if close else "backends: " + ", ".join(registry.names()),
+                    code="E803",
+                ).with_source(self.ir.source)
+        if solver is not None:  # `solver auto { ... }`: option names are checked once the plan picks a backend
+            for name in names:
+                self._backend_options(name, solver.options)
 
     @cached_property
     def compiled(self) -> Compiled:
         return compile_problem(self.ir, self.form)
 
-    def plan(self, backend: str | None = None, time_limit: float | None = None) -> Plan:
+    def plan(self, backend: str | Sequence[str] | None = None, time_limit: float | None = None) -> Plan:
         """Rank the backends for this model; `backend` forces one (an error if it refuses).
 
+        A list (or "a,b,c") is an order of preference: the first backend that accepts the model.
         `time_limit` (default: the solver block's) sizes the budget exact methods must fit in."""
+        if isinstance(backend, str) and "," in backend:
+            backend = [b.strip() for b in backend.split(",") if b.strip()]
+        if isinstance(backend, (list, tuple)):
+            if len(backend) == 1:
+                backend = backend[0]
+            else:
+                from optlang.errors import PlanError
+
+                first: PlanError | None = None
+                for name in backend:
+                    try:
+                        return self.plan(name, time_limit)
+                    except PlanError as e:
+                        first = first or e
+                if first is None:
+                    return self.plan(None, time_limit)
+                raise first
+        assert backend is None or isinstance(backend, str)
         if time_limit is None and self.ir.solver is not None:
             tl = self.ir.solver.options.get("time_limit")
             time_limit = float(tl) if isinstance(tl, (int, float)) and not isinstance(tl, bool) else None
@@ -128,7 +278,64 @@ class Model:
                 self._backend_options(p.chosen, solver.options)
             return p
         except OptlangError as e:
+            if e.code in ("E802", "E804"):
+                self._hint_domain(e)
             raise e.with_source(self.ir.source) from None
+
+    def _check_common_options(self, options: Mapping[str, Any]) -> None:
+        """Types of the options every backend shares; a solver-block option points at its line."""
+        spans = self.ir.solver.option_spans if self.ir.solver else {}
+        for key, value in options.items():
+            if key in COMMON_TYPES:
+                want = _check_common(key, value)
+                if want is not None:
+                    block = self.ir.solver is not None and self.ir.solver.options.get(key, object()) is value
+                    raise OptionError(
+                        key,
+                        f"option '{key}' must be {want}, got {value!r}",
+                        span=spans.get(key) if block else None,
+                        code="E702",
+                    ).with_source(self.ir.source)
+
+    def _hint_domain(self, e: OptlangError) -> None:
+        """A refused model whose constraints are plain bounds on a variable: say to write a domain."""
+        import re
+
+        for c in self.ir.constraints:
+            m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(>=|<=)\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*", c.text or "")
+            r = re.fullmatch(r"\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*(>=|<=)\s*([A-Za-z_]\w*)\s*", c.text or "")
+            if m and m.group(1) in self.ir.variables:
+                name, op, bound = m.groups()
+            elif r and r.group(3) in self.ir.variables:
+                bound, op, name = r.groups()
+                op = ">=" if op == "<=" else "<="
+            else:
+                continue
+            v = self.ir.variables[name]
+            dims = "[" + ", ".join(map(str, v.shape)) + "]" if v.shape else ""
+            e.hint = (
+                f"a bound on a variable is a domain, which every backend handles: declare `var {name}{dims} "
+                f"{op} {bound}` (or `in [lo, hi]`) and drop the constraint"
+            )
+            if e.span is None:
+                e.span = c.span
+            return
+        general = [c for c in self.ir.constraints if c.sense != "argmin"]
+        if general and self.form.kind == "smooth" and e.hint is None:
+            c = general[0]
+            m = re.fullmatch(r"\s*sum\(\s*([A-Za-z_]\w*)\s*\)\s*==\s*1(\.0*)?\s*", c.text or "")
+            if m and m.group(1) in self.ir.variables:
+                v = self.ir.variables[m.group(1)]
+                dims = "[" + ", ".join(map(str, v.shape)) + "]" if v.shape else ""
+                e.hint = f"if {m.group(1)} is also >= 0, this is a domain: declare `var {m.group(1)}{dims} in simplex`"
+            else:
+                e.hint = (
+                    "the smooth backend projects onto variable domains only: write bounds as a domain "
+                    "(`in [lo, hi]`, `>= lo`, `<= hi`, `in simplex`, `in ball(r)`), or move the constraint into "
+                    "the objective as a penalty"
+                )
+            if e.span is None:
+                e.span = c.span
 
     def _backend_options(self, backend: str, options: Mapping[str, Any]) -> Any:
         """Validate options for a backend; an unknown key points at its line in the solver block."""
@@ -147,7 +354,7 @@ class Model:
 
     def solve(
         self,
-        backend: str | None = None,
+        backend: str | Sequence[str] | None = None,
         time_limit: float | None = None,
         seed: int | None = None,
         device: str | None = None,
@@ -156,13 +363,17 @@ class Model:
         dtype: str | None = None,
         max_iter: int | None = None,
     ) -> Result:
-        """Solve with the planned (or named) backend; the Result is recomputed from the model."""
+        """Solve with the planned (or named) backend; the Result is recomputed from the model.
+
+        `progress` receives rows {time, objective, bound, ...} in the user's sense (a maximize model's
+        objective as maximized). Warnings the solver emits are kept in `Result.log`, not printed."""
         the_plan = self.plan(backend, time_limit if isinstance(time_limit, (int, float)) else None)
         b = registry.get(the_plan.chosen)
         opts: dict[str, Any] = {}
         if self.ir.solver and self.ir.solver.name in ("auto", the_plan.chosen):
             opts.update(self.ir.solver.options)
         opts.update(options or {})
+        self._check_common_options(opts)
         common = {k: opts.pop(k) for k in list(opts) if k in COMMON_OPTIONS}
         time_limit = time_limit if time_limit is not None else common.get("time_limit")
         seed = seed if seed is not None else int(common.get("seed", 0))
@@ -171,6 +382,7 @@ class Model:
             device = "cpu"  # a numpy-only backend: no need to import torch to look for a GPU
         dtype = dtype or common.get("dtype", "float32")
         max_iter = max_iter if max_iter is not None else common.get("max_iter")
+        max_iter = None if max_iter is None else int(max_iter)  # 1e3 in a solver block is an integer
         bound_mode = common.get("bound", "none")
         if bound_mode not in ("none", "sdp", False, None):
             raise OptionError("bound", f"unknown bound '{bound_mode}'", hint='use bound = "sdp" or "none"', code="E702")
@@ -193,11 +405,12 @@ class Model:
             time_limit=time_limit,
             max_iter=max_iter,
             tol=common.get("tol"),
-            progress=progress,
+            progress=_user_progress(progress, compiled.sign, compiled.offset) if progress else None,
         )
         _seed_everything(seed, torch=b.uses_torch)
         ctx.restart_clock()
-        with interrupt_to_flag(ctx):
+        with interrupt_to_flag(ctx), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             try:
                 raw = b.solve(compiled.problem, backend_options, ctx)
             except OptlangError:
@@ -215,7 +428,8 @@ class Model:
         t_solve = ctx.elapsed()
         if not raw.history and ctx.history:
             raw.history = list(ctx.history)
-        return verify(
+        log = _warning_log(caught)
+        result = verify(
             self.ir,
             self.form,
             compiled,
@@ -225,6 +439,31 @@ class Model:
             {"compile": t_compile, "solve": t_solve, "total": t_compile + t_solve},
             ctx,
         )
+        return replace(result, log=result.log + log) if log else result
+
+
+def _user_progress(
+    progress: Callable[[dict[str, Any]], None], sign: float, offset: float
+) -> Callable[[dict[str, Any]], None]:
+    """Progress rows in the user's sense: the lowered problem minimizes sign·f − offset."""
+
+    def forward(row: dict[str, Any]) -> None:
+        row = dict(row)
+        for key in ("objective", "bound"):
+            if row.get(key) is not None:
+                row[key] = sign * float(row[key]) + offset
+        progress(row)
+
+    return forward
+
+
+def _warning_log(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
+    """Each distinct warning once, with its category: `UserWarning: Solution may be inaccurate. ... (×3)`."""
+    counts: dict[str, int] = {}
+    for w in caught:
+        text = f"{w.category.__name__}: {str(w.message).strip()}"
+        counts[text] = counts.get(text, 0) + 1
+    return tuple(t if n == 1 else f"{t} (×{n})" for t, n in counts.items())
 
 
 def _add_sdp_bound(compiled: Compiled, raw: RawSolution, ctx: RunContext) -> RawSolution:
@@ -254,4 +493,4 @@ def _seed_everything(seed: int, torch: bool = True) -> None:
         _torch.manual_seed(seed)
 
 
-__all__ = ["load", "parse", "Model", "Result", "Status", "SolveError"]
+__all__ = ["load", "parse", "Model", "Variable", "Result", "Status", "SolveError"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optlang.compare.cli import add_common_arguments, parse_assignments, report_format, split_backends
+from optlang.compare.cli import add_common_arguments, parse_assignments
 from optlang.compare.stats import ATOL, RTOL, best_of, has_value
 from optlang.compare.traces import objective_trace
 from optlang.executors import Job, JobFn, execute, make_executor, stream
@@ -457,15 +457,17 @@ def _ordered_backends(models: Iterable[ModelEntry]) -> list[str]:
 # ----------------------------------------------------------------------------- CLI
 def add_parser(subparsers: Any) -> None:
     """Register `optlang bench` on the CLI's subparsers."""
-    p = subparsers.add_parser(
+    from optlang.cli_common import new_command
+
+    p = new_command(
+        subparsers,
         "bench",
-        help="run a suite of models × backends × seeds; performance profiles",
-        description="Run every model of a suite (folder or glob of .opt files) with every "
+        "run a suite of models × backends × seeds; performance profiles",
+        "Run every model of a suite (folder or glob of .opt files) with every "
         "applicable (or named) backend and seed; resumable from --results.",
     )
     p.add_argument("suite", help="a folder of .opt models, a glob like 'models/*.opt', or one file")
     add_common_arguments(p)
-    p.add_argument("--report", metavar="FILE", help="write the summary report here (.html, .md or .json)")
     p.add_argument("--results", metavar="FILE.jsonl", help="append finished runs here; a rerun skips them")
     p.add_argument("--retry-errors", action="store_true", help="rerun runs recorded with status error")
     p.set_defaults(func=run)
@@ -473,38 +475,28 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """CLI entry: 0 = done, 1 = no run produced a solution."""
-    from rich.console import Console
+    from optlang.cli_common import backend_list
+    from optlang.compare.cli import print_outputs, run_options
 
-    from optlang import report
-
-    console = Console()
     b = bench(
         args.suite,
-        backends=split_backends(args.backends),
+        backends=backend_list(args),
         repeats=args.repeats,
         time_limit=args.time_limit,
-        seed=args.seed,
-        device=args.device,
+        seed=args.seed if args.seed is not None else 0,
+        device=args.device or "auto",
         params=parse_assignments(args.param, "-p"),
         data=parse_assignments(args.data, "-d"),
         results_path=args.results,
         executor=args.executor,
         scheduler=args.scheduler,
         workers=args.workers,
-        progress=not args.no_progress,
+        progress=not args.quiet and not args.json,
         retry_errors=args.retry_errors,
-        options=parse_assignments(args.option, "-O"),
+        options=run_options(args),
     )
-    console.print(report.rich_table(b))
-    for m in b.models:
-        if m.error:
-            console.print(f"[red]model {m.name} did not load:[/red] {m.error}")
-    if args.report:
-        fmt = report_format(args.report, args.format)
-        report.write(b, args.report, fmt)
-        console.print(f"report written to {args.report} ({fmt})")
-    elif args.format:
-        console.print(report.render(b, args.format), markup=False, highlight=False)
+    notes = [f"[red]model {m.name} did not load:[/red] {m.error}" for m in b.models if m.error]
+    print_outputs(b, args, notes)
     return 0 if any(r.status.has_solution for _, r in b.rows) else 1
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -56,47 +55,91 @@ class _Usage(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from optlang.cli_common import EPILOG, HelpFormatter
+
     p = argparse.ArgumentParser(
-        prog="optlang", description="Declarative optimization models: check, plan, solve, compare."
+        prog="optlang",
+        description="Declarative optimization models: check, plan, solve, compare, bench, fmt.",
+        epilog=EPILOG,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command")
+    add_check_parser(sub)
+    add_plan_parser(sub)
+    add_solve_parser(sub)
+    from optlang import bench, fmt  # a broken import here is a bug to see, not a subcommand to hide
+    from optlang.compare import cli as compare_cli
 
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("model", help="the .opt model file")
-        sp.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="override a param")
-        sp.add_argument("-d", "--data", action="append", metavar="NAME=PATH", help="override a data or graph source")
-        sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-
-    c = sub.add_parser("check", help="parse, type/shape check and classify; no solve")
-    common(c)
-    c.set_defaults(func=cmd_check)
-    pl = sub.add_parser("plan", help="the problem kind, candidate backends, the chosen one and why")
-    common(pl)
-    pl.add_argument("-b", "--backend", default=None, help="check that this backend accepts the model")
-    pl.add_argument("--time-limit", type=float, default=None, help="the budget exact methods are sized against")
-    pl.set_defaults(func=cmd_plan)
-    s = sub.add_parser("solve", help="solve the model")
-    common(s)
-    s.add_argument("-b", "--backend", default=None, help="backend name (default: the solver block, else auto)")
-    s.add_argument("--device", default=None, choices=["cpu", "cuda", "auto"], help="where torch runs (default auto)")
-    s.add_argument("--time-limit", type=float, default=None, help="seconds")
-    s.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
-    s.add_argument("--dtype", default=None, choices=["float32", "float64"])
-    s.add_argument("--max-iter", type=int, default=None)
-    s.add_argument("-O", "--option", action="append", metavar="KEY=VALUE", help="a backend option")
-    s.add_argument("-o", "--output", default=None, help="write the result as JSON to this file")
-    s.add_argument("--report", metavar="FILE", default=None, help="write a report (.html, .md or .json) of this solve")
-    s.add_argument("--quiet", action="store_true", help="no progress display")
-    s.set_defaults(func=cmd_solve)
-    from optlang import bench, compare  # a broken import here is a bug to see, not a subcommand to hide
-
-    compare.add_parser(sub)
+    compare_cli.add_parser(sub)
     bench.add_parser(sub)
+    fmt.add_parser(sub)
     return p
 
 
+def add_check_parser(sub: Any) -> None:
+    from optlang import cli_common as cc
+
+    c = cc.new_command(sub, "check", "parse, type/shape check and classify; validate the solver block; no solve")
+    c.add_argument("model", help="the .opt model file")
+    cc.add_input_flags(c)
+    cc.add_backend_flag(c, "also check that these backends exist and accept the model's solver options")
+    cc.add_output_flags(c)
+    c.set_defaults(func=cmd_check)
+
+
+def add_plan_parser(sub: Any) -> None:
+    from optlang import cli_common as cc
+
+    pl = cc.new_command(sub, "plan", "the problem kind, candidate backends, the chosen one and why")
+    pl.add_argument("model", help="the .opt model file")
+    cc.add_input_flags(pl)
+    cc.add_backend_flag(
+        pl,
+        "force a backend, or a comma list: the first that accepts the model (default: the "
+        "solver block's, else the planner's choice)",
+    )
+    pl.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the budget exact methods are sized against (default: the solver block's time_limit)",
+    )
+    cc.add_output_flags(pl)
+    pl.set_defaults(func=cmd_plan)
+
+
+def add_solve_parser(sub: Any) -> None:
+    from optlang import cli_common as cc
+
+    s = cc.new_command(sub, "solve", "solve the model and re-verify the answer")
+    s.add_argument("model", help="the .opt model file")
+    cc.add_input_flags(s)
+    cc.add_backend_flag(
+        s,
+        "backend name, or a comma list: the first that accepts the model (default: the "
+        "solver block's, else the planner's choice)",
+    )
+    cc.add_run_flags(s, time_limit=None)
+    s.add_argument("-o", "--output", default=None, metavar="FILE", help="also write the result as JSON to FILE")
+    s.add_argument("--report", metavar="FILE", default=None, help="write a report (.html, .md or .json) of this solve")
+    cc.add_output_flags(s)
+    s.set_defaults(func=cmd_solve)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The `optlang` entry point: returns the exit code (see EXIT_CODES in cli_common)."""
+    from optlang.cli_common import quiet_broken_pipe
+
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `optlang solve --json | head`: the reader left; exit quietly
+        quiet_broken_pipe()
+        return EXIT_OK
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -108,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__version__)
         return EXIT_OK
     if not getattr(args, "command", None):
-        parser.print_help()
+        parser.print_help(sys.stderr)
         return EXIT_USAGE
     from optlang.errors import DataError, ModelErrors, OptionError, OptlangError, PlanError
 
@@ -134,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_error(e: Any, args: argparse.Namespace) -> None:
+    """The diagnostic on stderr; with --json also `{"errors": [...]}` on stdout (and nothing else there)."""
+    from optlang.cli_common import write_stdout
+
     if e.source is None and getattr(args, "model", None):
         from optlang.source import Source
 
@@ -144,24 +190,20 @@ def _print_error(e: Any, args: argparse.Namespace) -> None:
             pass
     if getattr(args, "json", False):
         errors = getattr(e, "errors", [e])
-        print(
-            json.dumps(
+        doc = {
+            "errors": [
                 {
-                    "errors": [
-                        {
-                            "code": x.code,
-                            "message": x.message,
-                            "line": x.line,
-                            "column": x.column,
-                            "hint": x.hint,
-                            "text": x.render(),
-                        }
-                        for x in errors
-                    ]
-                },
-                indent=2,
-            )
-        )
+                    "code": x.code,
+                    "message": x.message,
+                    "line": x.line,
+                    "column": x.column,
+                    "hint": x.hint,
+                    "text": x.render(),
+                }
+                for x in errors
+            ]
+        }
+        write_stdout(json.dumps(doc, indent=2))
     sys.stderr.write(e.render() + "\n")
 
 
@@ -173,57 +215,57 @@ def _load(args: argparse.Namespace) -> Any:
     )
 
 
+def _backends(args: argparse.Namespace) -> list[str] | None:
+    from optlang.cli_common import backend_list
+
+    return backend_list(args)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    from optlang.cli_common import console, write_stdout
+
     m = _load(args)
+    m.check_solver(_backends(args))
     if args.json:
         f = m.form
-        print(
-            json.dumps(
-                {
-                    "model": m.name,
-                    "kind": m.kind,
-                    "sense": f.sense,
-                    "summary": f.describe(),
-                    "variables": [
-                        {"name": v.name, "kind": v.kind, "shape": list(v.shape), "domain": v.domain, "role": v.role}
-                        for v in f.variables
-                    ],
-                },
-                indent=2,
-            )
-        )
+        doc = {
+            "model": m.name,
+            "kind": m.kind,
+            "sense": f.sense,
+            "summary": f.describe(),
+            "variables": [
+                {"name": v.name, "kind": v.kind, "shape": list(v.shape), "domain": v.domain, "role": v.role}
+                for v in f.variables
+            ],
+            "solver": {"name": m.ir.solver.name, "options": m.solver_options} if m.ir.solver else None,
+        }
+        write_stdout(json.dumps(doc, indent=2, default=str))
     else:
-        from rich.console import Console
-
-        con = Console(highlight=False, soft_wrap=True)
-        con.print(f"[green]ok[/green] {args.model}: {m.kind} — {m.form.describe()}")
+        console().print(f"[green]ok[/green] {args.model}: {m.kind} — {m.form.describe()}")
     return EXIT_OK
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    m = _load(args)
-    p = m.plan(args.backend, time_limit=args.time_limit)
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "kind": p.kind,
-                    "chosen": p.chosen,
-                    "forced": p.forced,
-                    "candidates": [
-                        {"name": c.name, "accepted": c.accepted, "reason": c.reason, "auto": c.auto}
-                        for c in p.candidates
-                    ],
-                },
-                indent=2,
-            )
-        )
-        return EXIT_OK
-    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    con = Console(highlight=False, soft_wrap=True)
-    con.print(f"[bold]{m.name}[/bold]: {p.kind} — {m.form.describe()}")
+    from optlang.cli_common import console, write_stdout
+
+    m = _load(args)
+    p = m.plan(_backends(args), time_limit=args.time_limit)
+    if args.json:
+        doc = {
+            "kind": p.kind,
+            "chosen": p.chosen,
+            "forced": p.forced,
+            "candidates": [
+                {"name": c.name, "accepted": c.accepted, "reason": c.reason, "auto": c.auto} for c in p.candidates
+            ],
+        }
+        write_stdout(json.dumps(doc, indent=2))
+        return EXIT_OK
+    con = console()
+    con.print(f"[bold]{escape(m.name)}[/bold]: {p.kind} — {escape(m.form.describe())}")
     t = Table(show_header=True, header_style="bold")
     t.add_column("")
     t.add_column("backend")
@@ -231,66 +273,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for c in p.candidates:
         mark = "[bold green]→[/]" if c.name == p.chosen else ("[green]✓[/]" if c.accepted else "[red]✗[/]")
         why = c.reason + ("" if c.auto or not c.accepted else " (baseline: only when named)")
-        t.add_row(mark, c.name, why)
+        t.add_row(mark, c.name, escape(why))
     con.print(t)
     con.print(f"chosen: [bold]{p.chosen}[/bold]" + (" (forced)" if p.forced else ""))
     return EXIT_OK
 
 
-class _Progress:
-    """A live line (stderr) for solves longer than a second: time, objective, bound."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.start = time.perf_counter()
-        self.live: Any = None
-        self.last = 0.0
-
-    def __call__(self, row: dict[str, Any]) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if now - self.start < 1.0 or now - self.last < 0.2:
-            return
-        self.last = now
-        from rich.console import Console
-        from rich.live import Live
-        from rich.text import Text
-
-        bound = row.get("bound")
-        extra = "  ".join(
-            f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
-            for k, v in row.items()
-            if k not in ("time", "objective", "bound") and isinstance(v, (int, float, str))
-        )
-        text = Text(
-            f"  {row['time']:7.1f}s  objective {row['objective']:.8g}"
-            + (f"  bound {bound:.8g}" if bound is not None else "")
-            + (f"  {extra}" if extra else "")
-        )
-        if self.live is None:
-            self.live = Live(text, console=Console(stderr=True), refresh_per_second=5, transient=True)
-            self.live.start()
-        else:
-            self.live.update(text)
-
-    def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-
-
 def cmd_solve(args: argparse.Namespace) -> int:
+    from optlang.cli_common import console, parse_options, write_stdout
+    from optlang.display import Progress, print_result
+
     m = _load(args)
-    options = {}
-    for item in args.option or []:
-        if "=" not in item:
-            raise _Usage(f"-O must be KEY=VALUE, got '{item}'")
-        k, v = item.split("=", 1)
-        options[k.strip()] = _value(v.strip())
-    progress = _Progress(enabled=not args.quiet and not args.json and sys.stderr.isatty())
+    try:
+        options = parse_options(args.option, _value)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+    progress = Progress(enabled=not args.quiet and not args.json and sys.stderr.isatty())
     try:
         r = m.solve(
-            backend=args.backend,
+            backend=_backends(args),
             time_limit=args.time_limit,
             seed=args.seed,
             device=args.device,
@@ -302,56 +303,18 @@ def cmd_solve(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.output:
-        Path(args.output).write_text(r.to_json(), encoding="utf-8")
+        r.save(args.output)
     if args.report:  # the same report as compare, for one run (convergence, bound, checks, model)
         from optlang.compare.cli import write_solve_report
 
         write_solve_report(m, r, args, sys.stderr)
     if args.json:
-        print(r.to_json())
+        write_stdout(r.to_json())
     else:
-        _print_result(r, m)
+        print_result(r, m.name, console(), verbose=args.verbose)
     if not r.status.has_solution:
         return EXIT_NO_SOLUTION if r.status.value != "interrupted" else EXIT_INTERRUPT
     return EXIT_OK if all(c.passed for c in r.checks) else EXIT_NO_SOLUTION
-
-
-def _print_result(r: Any, m: Any) -> None:
-    import numpy as np
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    con = Console(highlight=False, soft_wrap=True)
-    color = "green" if r.ok else ("yellow" if r.status.has_solution else "red")
-    con.print(f"[bold {color}]{r.status.value}[/]  {m.name} ({r.kind}) with [bold]{r.backend}[/] on {r.device}")
-    t = Table(show_header=False, box=None)
-    t.add_column(style="bold")
-    t.add_column()
-    if r.objective is not None:
-        t.add_row("objective", f"{r.objective:.10g}" + ("  (maximize)" if r.sense == "maximize" else ""))
-    if r.bound is not None:
-        t.add_row("bound", f"{r.bound:.10g}")
-    if r.gap is not None:
-        t.add_row("gap", f"{r.gap:.4%}")
-    t.add_row(
-        "time",
-        f"{r.timing.get('total', 0):.3f} s (compile {r.timing.get('compile', 0):.3f} s, "
-        f"solve {r.timing.get('solve', 0):.3f} s)",
-    )
-    t.add_row("iterations", str(r.iterations))
-    for name, v in r.values.items():
-        arr = np.asarray(v)
-        shown = np.array2string(arr.ravel()[:8], precision=4, separator=", ")
-        more = f" … ({arr.size} values)" if arr.size > 8 else ""
-        t.add_row(name, shown + more)
-    for k, v in r.info.items():
-        if isinstance(v, (int, float, str)) and k not in ("method",):
-            t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
-    con.print(t)
-    for c in r.checks:
-        mark = "[green]✓[/]" if c.passed else "[red]✗[/]"
-        con.print(f"  {mark} {escape(c.name)}: {escape(c.detail)}")
 
 
 if __name__ == "__main__":

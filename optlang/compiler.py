@@ -128,7 +128,20 @@ def classify(ir: ModelIR) -> Form:
                 )
             )
         deg = degree(obj.expr)
-        if deg > 2:
+        if math.isinf(deg):
+            bad = _first_high_degree(obj.expr, 2)
+            atom = getattr(bad, "atom", None) or "this expression"
+            what = {"div": "/", "pow": "^", "neg": "-"}.get(atom, atom)
+            errors.append(
+                KindError(
+                    f"'{what}' makes the objective non-polynomial in the spin/binary variables",
+                    bad.span,
+                    hint="Ising and QUBO objectives are polynomials of degree at most 2 (for a spin, abs(s) = 1 "
+                    "and s^2 = 1): use +, -, *, ^2, @, sum, dot, quad, sumsq, cut",
+                    code="E402",
+                )
+            )
+        elif deg > 2:
             bad = _first_high_degree(obj.expr, 2)
             errors.append(
                 KindError(
@@ -206,6 +219,22 @@ def classify(ir: ModelIR) -> Form:
         n_samples = n_samples or sample_size(e)
     amb = obj.ambiguity
     linear = _linear_residual(obj.expr) if kind == "dro" and obj.expr is not None else None
+    if (
+        kind == "dro"
+        and amb is not None
+        and amb.kind == "wasserstein"
+        and linear is None
+        and obj.expr is not None
+        and _linear_residual(obj.expr, samples=False) is not None
+    ):
+        err = ModelError(
+            "Wasserstein DRO moves the samples of a `data` table, but X and y here are plain params",
+            obj.expr.span,
+            hint='declare the samples as a table: data D = load("train.csv", target = "y"), '
+            "then write the loss with D.X and D.y",
+            code="E515",
+        )
+        raise err.with_source(ir.source)
     cvx = all(cvxpy_ok(e) for e in exprs) and all(cvxpy_ok(c.expr) for c in ir.constraints)
     return Form(
         kind=kind,
@@ -229,8 +258,10 @@ def classify(ir: ModelIR) -> Form:
 
 
 # ---------------------------------------------------------------------------- linear residual
-def _linear_residual(loss: Node) -> tuple[Any, ...] | None:
-    """Match ℓ = φ(±(X @ w + b − y)) with φ square/abs; returns (X, y, w, b, φ) or None."""
+def _linear_residual(loss: Node, samples: bool = True) -> tuple[Any, ...] | None:
+    """Match ℓ = φ(±(X @ w + b − y)) with φ square/abs; returns (X, y, w, b, φ) or None.
+
+    samples=False also accepts X and y that are not sample-indexed (plain params), to explain a refusal."""
     if not isinstance(loss, Op):
         return None
     if (
@@ -262,7 +293,8 @@ def _linear_residual(loss: Node) -> tuple[Any, ...] | None:
             isinstance(t, Op)
             and t.atom == "matmul"
             and isinstance(t.args[0], Const)
-            and t.args[0].type.sample
+            and (t.args[0].type.sample or not samples)
+            and len(t.args[0].type.shape) == 2
             and isinstance(t.args[1], Var)
             and len(t.args[1].type.shape) == 1
             and X is None
@@ -270,7 +302,7 @@ def _linear_residual(loss: Node) -> tuple[Any, ...] | None:
             X, w, signs["w"] = t.args[0].value, t.args[1].name, s
         elif isinstance(t, Var) and t.type.shape == () and b is None:
             b, signs["b"] = t.name, s
-        elif isinstance(t, Const) and t.type.sample and len(t.type.shape) == 1 and y is None:
+        elif isinstance(t, Const) and (t.type.sample or not samples) and len(t.type.shape) == 1 and y is None:
             y, signs["y"] = t.value, s
         else:
             return None

@@ -337,6 +337,7 @@ def stream(
     if not progress or not jobs:
         consume(lambda j, r: None)
         return out
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -346,6 +347,7 @@ def stream(
         TimeElapsedColumn(),
         TextColumn("{task.fields[last]}"),
         transient=False,
+        console=Console(stderr=True),  # stdout is for the table or the machine-readable report
     ) as bar:
         task = bar.add_task(description, total=len(jobs), last="")
 

@@ -108,6 +108,23 @@ class Plan:
     form: Form | None = None
     forced: bool = False
 
+    def __repr__(self) -> str:
+        accepted = [c.name for c in self.candidates if c.accepted]
+        return f"Plan(kind={self.kind!r}, chosen={self.chosen!r}, forced={self.forced}, accepted={accepted!r})"
+
+    def __str__(self) -> str:
+        return self.explain()
+
+    def _repr_markdown_(self) -> str:
+        from optlang.display import plan_markdown
+
+        return plan_markdown(self)
+
+    def _repr_html_(self) -> str:
+        from optlang.display import plan_html
+
+        return plan_html(self)
+
     def explain(self) -> str:
         lines = [f"kind: {self.kind} — {KIND_TEXT.get(self.kind, self.kind)}"]
         if self.form is not None:

@@ -10,7 +10,8 @@ import json
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +32,7 @@ class Status(StrEnum):
     @property
     def has_solution(self) -> bool:
         return self not in (Status.INFEASIBLE, Status.ERROR)
+
 
 # An `optimal` status is a proof that nothing is better: its bound gap may only be rounding noise.
 OPTIMAL_GAP_TOL = 1e-6
@@ -58,6 +60,14 @@ class Check:
     detail: str = ""
 
 
+class HistoryRow(NamedTuple):
+    """One progress row, in the user's sense: seconds since the solve started, objective, bound (or None)."""
+
+    time: float
+    objective: float
+    bound: float | None
+
+
 @dataclass(frozen=True)
 class Result:
     """The answer of one solve, in the user's terms (user variables, user sense).
@@ -65,11 +75,14 @@ class Result:
     objective: recomputed from the model in float64 (maximize models report the maximized value).
     bound: a proven bound in the user's sense (upper for maximize, lower for minimize) or None.
     gap: |bound - objective| / max(1, |objective|) when a bound is known.
+    values: one entry per variable; a scalar variable is a Python float, others numpy arrays.
+    history: HistoryRow(time, objective, bound) rows. log: messages the solver emitted (warnings), kept
+    here instead of printed.
     """
 
     status: Status
     objective: float | None
-    values: dict[str, np.ndarray]
+    values: dict[str, np.ndarray | float]
     backend: str
     kind: str
     sense: str = "minimize"
@@ -78,13 +91,39 @@ class Result:
     plan: str = ""
     timing: dict[str, float] = field(default_factory=dict)  # compile, solve, total (seconds)
     iterations: int = 0
-    history: tuple[tuple[float, float, float | None], ...] = ()
+    history: tuple[HistoryRow, ...] = ()
     checks: tuple[Check, ...] = ()
     device: str = "cpu"
     seed: int = 0
     model: str = ""
     backend_objective: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    log: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        values = {k: _user_value(v) for k, v in self.values.items()}
+        object.__setattr__(self, "values", values)
+        rows = tuple(HistoryRow(*row) if not isinstance(row, HistoryRow) else row for row in self.history)
+        object.__setattr__(self, "history", rows)
+        object.__setattr__(self, "log", tuple(str(x) for x in self.log))
+
+    def __repr__(self) -> str:
+        obj = "None" if self.objective is None else f"{self.objective:.10g}"
+        extra = "" if self.bound is None else f", bound={self.bound:.10g}"
+        return (
+            f"Result(status={self.status.value!r}, objective={obj}{extra}, backend={self.backend!r}, "
+            f"kind={self.kind!r}, time={self.timing.get('total', 0.0):.3g}s)"
+        )
+
+    def _repr_markdown_(self) -> str:
+        from optlang.display import result_markdown
+
+        return result_markdown(self)
+
+    def _repr_html_(self) -> str:
+        from optlang.display import result_html
+
+        return result_html(self)
 
     @property
     def ok(self) -> bool:
@@ -106,7 +145,7 @@ class Result:
             out.append(f"the backend claimed {claimed}; {self.info.get('status_note', 'its numbers do not prove it')}")
         return out
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def __getitem__(self, name: str) -> np.ndarray | float:
         return self.values[name]
 
     # ------------------------------------------------------------------ JSON
@@ -130,10 +169,30 @@ class Result:
             "model": self.model,
             "backend_objective": _num(self.backend_objective),
             "info": jsonable(self.info),
+            "log": list(self.log),
         }
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+    def to_json(self, path: str | Path | None = None, *, indent: int | None = 2) -> str:
+        """The result as JSON text; with a path, also write it there (as `save(path)` does).
+
+        `indent` is keyword-only so that `to_json("result.json")` can never be read as an indent."""
+        if path is not None and not isinstance(path, (str, Path)):
+            raise TypeError(f"to_json(path): expected a file path, got {type(path).__name__}; use indent={path!r}")
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            _write_text(Path(path), text + "\n")
+        return text
+
+    def save(self, path: str | Path) -> Path:
+        """Write the result as JSON to `path` (exactly what `Result.load(path)` reads back); returns the path."""
+        p = Path(path)
+        _write_text(p, self.to_json() + "\n")
+        return p
+
+    @staticmethod
+    def load(path: str | Path) -> Result:
+        """Read a result written by `save` (or `optlang solve -o`)."""
+        return Result.from_json(Path(path).read_text(encoding="utf-8"))
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Result:
@@ -149,13 +208,16 @@ class Result:
             plan=d.get("plan", ""),
             timing=dict(d.get("timing", {})),
             iterations=int(d.get("iterations", 0)),
-            history=tuple((float(t), float(o), _unnum(b)) for t, o, b in d.get("history", [])),
+            history=tuple(
+                HistoryRow(float(t), math.nan if o is None else float(o), _unnum(b)) for t, o, b in d.get("history", [])
+            ),
             checks=tuple(Check(c["name"], bool(c["passed"]), c.get("detail", "")) for c in d.get("checks", [])),
             device=d.get("device", "cpu"),
             seed=int(d.get("seed", 0)),
             model=d.get("model", ""),
             backend_objective=_unnum(d.get("backend_objective")),
             info=d.get("info", {}),
+            log=tuple(d.get("log", ())),
         )
 
     @staticmethod
@@ -163,6 +225,7 @@ class Result:
         return Result.from_dict(json.loads(text))
 
     def summary(self) -> str:
+        """One line: status, objective, bound and gap, backend and time."""
         obj = "—" if self.objective is None else f"{self.objective:.10g}"
         s = f"{self.status.value}: objective {obj}"
         if self.bound is not None:
@@ -172,6 +235,30 @@ class Result:
                 else f", bound {self.bound:.10g}"
             )
         return s + f" ({self.backend}, {self.timing.get('total', 0.0):.2f}s)"
+
+
+def _user_value(v: Any) -> np.ndarray | float:
+    """A scalar variable's value as a Python float; anything else as a numpy array."""
+    if isinstance(v, float):
+        return v
+    arr = np.asarray(v)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def _write_text(p: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, then rename: never a half-written result."""
+    import os
+    import tempfile
+
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _num(x: float | None) -> float | str | None:

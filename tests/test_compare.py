@@ -319,7 +319,7 @@ def test_progress_bar_streams_the_same_results(capsys: pytest.CaptureFixture[str
     seen: list[str] = []
     pairs = stream(InlineExecutor(), jobs, toy_job, progress=True, on_result=lambda j, r: seen.append(j.backend))
     assert _table(pairs) == _table(stream(InlineExecutor(), jobs, toy_job)) and len(seen) == len(jobs)
-    assert "4/4" in capsys.readouterr().out
+    assert "4/4" in capsys.readouterr().err  # progress goes to stderr
 
 
 def test_error_result_is_a_valid_result() -> None:

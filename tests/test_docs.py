@@ -29,3 +29,25 @@ def test_snippet(i: int) -> None:
     with pytest.raises(optlang.OptlangError) as info:
         optlang.parse(text).plan()
     assert info.value.code == code
+
+
+API_DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+
+
+def test_api_doc_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every python block of docs/api.md runs, in order, in one namespace, from the repository root."""
+    blocks = re.findall(r"```python\n(.*?)```", API_DOC.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 10
+    monkeypatch.chdir(API_DOC.parents[1])
+    namespace: dict = {}
+    for i, code in enumerate(blocks):
+        try:
+            exec(compile(code, f"docs/api.md block {i + 1}", "exec"), namespace)  # noqa: S102
+        except Exception as e:  # name the block that failed
+            raise AssertionError(f"docs/api.md python block {i + 1} failed: {type(e).__name__}: {e}") from e
+
+
+def test_api_doc_names_every_public_name() -> None:
+    text = API_DOC.read_text(encoding="utf-8")
+    for name in optlang.__all__:
+        assert f"`optlang.{name}`" in text or f"optlang.{name}" in text, name

@@ -67,3 +67,48 @@ def test_missing_model_file() -> None:
     with contextlib.redirect_stderr(err):
         assert main(["check", "definitely_missing.opt"]) == 3
     assert "model file not found" in err.getvalue()
+
+
+def test_check_validates_solver_blocks() -> None:
+    """`optlang check` (no solve) refuses an unknown backend, an unknown option and a mistyped one."""
+    for name, code, words in (
+        ("solver_unknown", 4, "did you mean 'specann'"),
+        ("solver_typo", 3, "did you mean 'time_limit'"),
+        ("solver_type", 3, "must be a positive integer, got 'lots'"),
+    ):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            assert main(["check", str(ERRORS / f"{name}.opt")]) == code, name
+        assert words in err.getvalue(), err.getvalue()
+
+
+def test_check_backend_flag_validates_names() -> None:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert (
+            main(["check", str(ERRORS / "unknown_name.opt").replace("unknown_name", "solver_typo"), "-b", "nael"]) == 4
+        )
+    assert "did you mean 'neal'" in err.getvalue()
+
+
+def test_cut_of_declared_spins_is_maxcut() -> None:
+    """`spin s[G.n]; maximize cut(G, s)` is the long form of `maxcut G` (docs/language.md)."""
+    long = optlang.parse("graph G = torus(3, 4, seed = 1)\nspin s[G.n]\nmaximize cut(G, s)\n")
+    short = optlang.parse("graph G = torus(3, 4, seed = 1)\nmaxcut G\n")
+    assert long.kind == short.kind == "maxcut"
+    assert optlang.parse("graph G = torus(3, 4, seed = 1)\nspin s[G.n]\nmaximize cut(G, s) + 1\n").kind == "ising"
+
+
+def test_no_grammar_internals_in_any_message() -> None:
+    """Lark's terminal names never reach a user (`expected $end` was one)."""
+    internals = ("$END", "$end", "__ANON", "_NL", "RBRACE", "LSQB", "NAME", "NUMBER", "SEMICOLON", "Token(")
+    for expected in ERRORS.glob("*.expected"):
+        text = expected.read_text(encoding="utf-8")
+        assert not [w for w in internals if w in text], expected.name
+
+
+def test_every_syntax_error_has_a_hint() -> None:
+    for expected in ERRORS.glob("*.expected"):
+        text = expected.read_text(encoding="utf-8")
+        if "error[E10" in text:
+            assert "= hint:" in text, expected.name

@@ -52,7 +52,7 @@ def test_line_continuation_inside_brackets_and_semicolons() -> None:
 def test_newline_outside_brackets_ends_the_statement() -> None:
     with pytest.raises(optlang.OptlangError) as info:
         optlang.parse("var x[2]\nminimize sumsq(x) +\n 1\n")
-    assert info.value.code == "E100"
+    assert info.value.code == "E107" and "wrap the whole expression in ( )" in (info.value.hint or "")
 
 
 def test_max_over_is_a_keyword_but_max_is_a_function() -> None:

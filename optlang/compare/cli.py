@@ -36,38 +36,27 @@ def split_backends(text: str | None) -> list[str] | None:
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    """Flags shared by compare and bench."""
-    p.add_argument(
-        "-b",
-        "--backends",
-        action="append",
-        metavar="A,B,C",
-        help="backends to run (comma-separated, repeatable); default: every one that accepts the model",
+    """Flags shared by compare and bench: the CLI's common vocabulary (optlang/cli_common.py) plus the
+    report and executor flags."""
+    from optlang import cli_common as cc
+
+    cc.add_input_flags(p)
+    cc.add_backend_flag(p, "backends to run (comma list, repeatable; default: every one that accepts the model)")
+    p.add_argument("--repeats", type=int, default=1, help="runs per backend, seeds SEED, SEED+1, ...")
+    cc.add_run_flags(
+        p, time_limit=None, seed_text="first seed", time_text="default: the model's own time_limit, else 10"
     )
-    p.add_argument("--repeats", type=int, default=1, help="runs per backend, seeds SEED, SEED+1, ... (default 1)")
+    p.add_argument("--report", metavar="FILE", help="write the report here (.html, .md or .json)")
     p.add_argument(
-        "--time-limit",
-        type=float,
-        default=None,
-        help="seconds per run (default: the model's own time_limit, else 10)",
+        "--format",
+        choices=("html", "md", "json"),
+        help="report format (default: from the --report suffix); without --report, the report goes to stdout",
     )
-    p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    p.add_argument("--device", default="auto", choices=("cpu", "cuda", "auto"), help="where torch runs (default auto)")
-    p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="override a param")
-    p.add_argument("-d", "--data", action="append", metavar="NAME=PATH", help="override a data/graph source")
-    p.add_argument(
-        "-O",
-        "--option",
-        action="append",
-        metavar="KEY=VALUE",
-        help="an option for every run (common ones such as max_iter, or one all named backends know)",
-    )
-    p.add_argument("--format", choices=("html", "md", "json"), help="report format (default: from --report suffix)")
     p.add_argument(
         "--executor",
         choices=("local", "dask", "inline"),
         default="local",
-        help="local worker processes (default), a Dask cluster, or inline in this process",
+        help="local worker processes, a Dask cluster, or inline in this process",
     )
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address (implies --executor dask)")
     p.add_argument(
@@ -75,22 +64,56 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="parallel local workers (default 1: runs do not compete for the CPU, times stay fair)",
+        help="parallel local workers (1: runs do not compete for the CPU, times stay fair)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cc.add_output_flags(p)
+
+
+def run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """-O pairs plus --dtype/--max-iter as the common options every run gets."""
+    options = parse_assignments(args.option, "-O")
+    if getattr(args, "dtype", None):
+        options["dtype"] = args.dtype
+    if getattr(args, "max_iter", None) is not None:
+        options["max_iter"] = args.max_iter
+    return options
+
+
+def print_outputs(obj: Any, args: argparse.Namespace, notes: Sequence[str]) -> None:
+    """The console table and notes, plus the report: --json (or --format without --report) puts exactly
+    one document on stdout and everything human on stderr; otherwise the table is the stdout product."""
+    from optlang import report
+    from optlang.cli_common import console, write_stdout
+
+    fmt = "json" if args.json else args.format
+    machine = args.json or (args.format is not None and not args.report)
+    con = console(stderr=machine)
+    if not (machine and args.quiet):
+        con.print(report.rich_table(obj))
+    note = console(stderr=True)
+    for line in notes:
+        note.print(line)
+    if args.report:
+        file_fmt = report_format(args.report, args.format)
+        report.write(obj, args.report, file_fmt)
+        note.print(f"report written to {args.report} ({file_fmt})")
+    if machine:
+        write_stdout(report.render(obj, fmt))
 
 
 def add_parser(subparsers: Any) -> None:
     """Register `optlang compare` on the CLI's subparsers."""
-    p = subparsers.add_parser(
+    from optlang.cli_common import new_command
+
+    p = new_command(
+        subparsers,
         "compare",
-        help="run several backends on one model and report",
-        description="Run every applicable backend (or the named ones) with the same "
+        "run several backends on one model and report",
+        "Run every applicable backend (or the named ones) with the same "
         "budget and seeds; print a table and write a report.",
     )
     p.add_argument("model", help="the .opt model file")
     add_common_arguments(p)
-    p.add_argument("--report", metavar="FILE", help="write the report here (.html, .md or .json)")
     p.set_defaults(func=run)
 
 
@@ -103,38 +126,27 @@ def report_format(path: str | None, fmt: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """CLI entry: 0 = done, 1 = no run produced a solution, 6 = a claimed optimum or bound is contradicted."""
-    from rich.console import Console
+    from optlang.cli_common import backend_list
 
-    from optlang import report
-
-    console = Console(stderr=False)
     c = compare(
         args.model,
-        backends=split_backends(args.backends),
+        backends=backend_list(args),
         repeats=args.repeats,
         time_limit=args.time_limit,
-        seed=args.seed,
-        device=args.device,
+        seed=args.seed if args.seed is not None else 0,
+        device=args.device or "auto",
         params=parse_assignments(args.param, "-p"),
         data=parse_assignments(args.data, "-d"),
-        options=parse_assignments(args.option, "-O"),
+        options=run_options(args),
         executor=args.executor,
         scheduler=args.scheduler,
         workers=args.workers,
-        progress=not args.no_progress,
+        progress=not args.quiet and not args.json,
     )
-    console.print(report.rich_table(c))
-    for name, reason in c.refused.items():
-        console.print(f"[dim]not run: {name} — {reason}[/dim]")
     flags = c.contradictions()
-    for f in flags:
-        console.print(f"[bold red]CONTRADICTION[/bold red] {f.sentence(c.sense)}")
-    if args.report:
-        fmt = report_format(args.report, args.format)
-        report.write(c, args.report, fmt)
-        console.print(f"report written to {args.report} ({fmt})")
-    elif args.format:
-        console.print(report.render(c, args.format), markup=False, highlight=False)
+    notes = [f"[dim]not run: {name} — {reason}[/dim]" for name, reason in c.refused.items()]
+    notes += [f"[bold red]CONTRADICTION[/bold red] {f.sentence(c.sense)}" for f in flags]
+    print_outputs(c, args, notes)
     if not c.results or not any(r.status.has_solution for r in c.results):
         return 1
     return 6 if flags else 0

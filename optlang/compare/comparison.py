@@ -52,6 +52,23 @@ class Comparison:
     rtol: float = RTOL
     command: str = "compare"  # "solve" for the report of a single solve
 
+    def __repr__(self) -> str:
+        best = self.best_objective
+        return (
+            f"Comparison({self.model!r}, kind={self.kind!r}, backends={self.backends!r}, runs={len(self.results)}, "
+            f"best={'None' if best is None else f'{best:.10g}'})"
+        )
+
+    def _repr_markdown_(self) -> str:
+        from optlang import report
+
+        return report.render(self, "md")
+
+    def _repr_html_(self) -> str:
+        from optlang import report
+
+        return report.render(self, "html")
+
     def runs(self, backend: str) -> list[Result]:
         return sorted((r for r in self.results if r.backend == backend), key=lambda r: r.seed)
 

@@ -14,6 +14,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from optlang.errors import ParseError
+from optlang.grammar.mistakes import explain_character, explain_token
 from optlang.source import Source, Span
 
 KEYWORDS = frozenset(
@@ -119,7 +120,12 @@ def parse_tree(source: Source) -> Tree:
         return _parser().parse(text + ("\n" if not text.endswith("\n") else ""))
     except _Bracket as b:
         span = Span(b.tok.line, b.tok.column, b.tok.line, b.tok.column + len(str(b.tok)))
-        hint = "close it before the end of the statement" if b.eof else None
+        if b.eof:
+            hint = "close it before the end of the statement"
+        elif "closes nothing" in b.message:
+            hint = f"remove it, or open a matching '{_CHAR[_CLOSE[b.tok.type]]}' before it"
+        else:
+            hint = "close the inner bracket first"
         raise ParseError(b.message, span, hint=hint, source=source, code="E103") from None
     except UnexpectedInput as e:
         raise _convert(e, source) from None
@@ -135,6 +141,9 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
     col = getattr(e, "column", None) or 1
     if isinstance(e, UnexpectedCharacters):
         ch = source.text.replace("\t", " ")[e.pos_in_stream] if e.pos_in_stream < len(source.text) else "?"
+        known = explain_character(source.text.replace("\t", " "), e.pos_in_stream, line, col, source)
+        if known is not None:
+            return known
         return ParseError(
             f"unexpected character '{ch}'", Span(line, col, line, col + 1), source=source, hint=label, code="E101"
         )
@@ -163,6 +172,9 @@ def _convert(e: UnexpectedInput, source: Source) -> ParseError:
             hint="choose another name",
             code="E104",
         )
+    known = explain_token(tok, source.text.replace("\t", " "), set(e.expected), span, source)
+    if known is not None:
+        return known
     expected = _describe_expected(e.expected)
     hint = label or (f"expected {expected}" if expected else None)
     return ParseError(f"unexpected {shown}", span, source=source, hint=hint, code="E100")
@@ -188,11 +200,21 @@ _NICE = {
     "SLASH": "'/'",
     "MAXOVER": "'max over'",
     "SUBJECT_TO": "'subject to'",
+    "SEMICOLON": "';'",
+    "$END": "end of file",
+    "MORETHAN": "'>'",
+    "LESSTHAN": "'<'",
+    "CIRCUMFLEX": "'^'",
+    "AT": "'@'",
+    "DOT": "'.'",
 }
 
 
 def _describe_expected(expected: set[str]) -> str:
-    names = sorted({_NICE.get(t, t.lower().strip("_") if t.isupper() else t) for t in expected})
+    """Lark's terminal names in words; a name with no plain reading ($END, __ANON_3) is left out."""
+    names = sorted(
+        {_NICE.get(t, t.lower().strip("_") if t.isupper() and "ANON" not in t else "") for t in expected} - {""}
+    )
     if len(names) > 8:
         return ""
     return ", ".join(names)

@@ -95,7 +95,7 @@ class Lowerer:
                 self.errors.extend(e.errors)
             except OptlangError as e:
                 self.errors.append(e)
-        for unused in sorted(set(self.overrides) - set(self.params)):
+        for unused in sorted(set(self.overrides) - set(self.params) - self.poisoned):
             self.errors.append(
                 ModelError(
                     f"there is no param '{unused}' to override",
@@ -105,7 +105,7 @@ class Lowerer:
                 )
             )
         known_sources = set(self.tables) | set(self.graphs)
-        for unused in sorted(set(self.data_overrides) - known_sources):
+        for unused in sorted(set(self.data_overrides) - known_sources - self.poisoned):  # poisoned: already told
             self.errors.append(
                 ModelError(
                     f"there is no data or graph '{unused}' to override",
@@ -164,6 +164,8 @@ class Lowerer:
     def param_stmt(self, t: Tree) -> None:
         tok, expr = t.children
         name = self._declare(tok)
+        if name in self.data_overrides and name not in self.overrides:  # an override given under data=
+            self.overrides[name] = self.data_overrides.pop(name)
         try:
             if name in self.overrides:
                 self.params[name] = self._override_value(name, self.overrides[name], Span.of(tok))
@@ -182,6 +184,7 @@ class Lowerer:
     def data_stmt(self, t: Tree) -> None:
         tok, expr = t.children
         name = self._declare(tok)
+        self._take_source_override(name)
         try:
             if name in self.data_overrides:
                 table = self._load_override(name, expr, "data")
@@ -197,6 +200,7 @@ class Lowerer:
     def graph_stmt(self, t: Tree) -> None:
         tok, expr = t.children
         name = self._declare(tok)
+        self._take_source_override(name)
         try:
             if name in self.data_overrides:
                 g = self._load_override(name, expr, "graph")
@@ -213,6 +217,11 @@ class Lowerer:
             self.poisoned.add(name)
             raise
 
+    def _take_source_override(self, name: str) -> None:
+        """A graph or table given under params= (the API accepts either) is a data override."""
+        if name in self.overrides and name not in self.data_overrides:
+            self.data_overrides[name] = self.overrides.pop(name)
+
     def _load_override(self, name: str, expr: Tree, kind: str) -> Any:
         value = self.data_overrides[name]
         span = Span.of(expr.meta)
@@ -227,10 +236,51 @@ class Lowerer:
             )
         if kind == "graph" and (sp.issparse(value) or isinstance(value, np.ndarray)):
             W = sp.csr_matrix(value, dtype=np.float64)
-            return D.Graph(D._symmetrize(W))
-        raise DataError(f"override for '{name}' must be a path or a {kind}", span, code="E701")
+            if W.shape[0] != W.shape[1]:
+                raise DataError(
+                    f"override for graph '{name}' must be a square adjacency matrix, got shape {W.shape}",
+                    span,
+                    code="E701",
+                )
+            D.check_finite(W.data, f"override of '{name}'", span)
+            upper, lower = sp.triu(W, k=1), sp.tril(W, k=-1)
+            if upper.nnz and lower.nnz:  # both directions given: it must already be symmetric
+                if abs(W - W.T).max() > 1e-12 * max(1.0, abs(W).max()):
+                    raise DataError(
+                        f"override for graph '{name}' is not symmetric",
+                        span,
+                        hint="give each edge once (upper or lower triangle) or a symmetric matrix",
+                        code="E701",
+                    )
+                W = (upper + lower).tocsr()
+                W.eliminate_zeros()
+                return D.Graph(W)
+            return D.Graph(D._symmetrize(W))  # each edge given once
+        if kind == "data" and (isinstance(value, (tuple, list)) and len(value) == 2 or isinstance(value, np.ndarray)):
+            X, y = (value, None) if isinstance(value, np.ndarray) else value
+            X = np.asarray(X, dtype=np.float64)
+            X = X.reshape(-1, 1) if X.ndim == 1 else X
+            yv = None if y is None else np.asarray(y, dtype=np.float64).ravel()
+            if X.ndim != 2 or (yv is not None and yv.shape[0] != X.shape[0]):
+                raise DataError(
+                    f"override for data '{name}' must be X (rows × features) or (X, y) with one y per row",
+                    span,
+                    code="E701",
+                )
+            D.check_finite(X, f"override of '{name}'", span)
+            if yv is not None:
+                D.check_finite(yv, f"override of '{name}'", span)
+            return D.DataTable(name, X, yv)
+        want = (
+            "a path, a networkx graph, a scipy sparse or numpy adjacency matrix"
+            if kind == "graph"
+            else "a path, a numpy array X or a pair (X, y)"
+        )
+        raise DataError(f"override for '{name}' must be {want}, got {type(value).__name__}", span, code="E701")
 
     def _override_value(self, name: str, value: Any, span: Span) -> Any:
+        if isinstance(value, Path):
+            value = str(value)
         if isinstance(value, str):
             try:
                 value = float(value)
@@ -316,7 +366,10 @@ class Lowerer:
     def objective(self, t: Tree) -> None:
         span = Span.of(t.meta)
         form = t.data[4:]
-        if form in ("minimize", "maximize"):
+        shorthand = self._maxcut_form(t.children[0]) if form == "maximize" else None
+        if shorthand is not None:  # `spin s[G.n]; maximize cut(G, s)` is what `maxcut G` abbreviates
+            obj = Objective("maxcut", span, graph=shorthand)
+        elif form in ("minimize", "maximize"):
             obj = Objective(form, span, expr=self._scalar(self.expr(t.children[0]), "the objective"))
         elif form == "maxcut":
             g = self._graph_ref(t.children[0])
@@ -395,7 +448,9 @@ class Lowerer:
                     code="E508",
                 )
         if "radius" not in kw:
-            raise ModelError(f"{kind}() needs radius = r", aspan, code="E508")
+            given = f"{pos[0]:g}" if pos and isinstance(pos[0], (int, float)) else "r"
+            example = f"{kind}(chi2, radius = {given})" if kind == "target_conditional" else f"{kind}(radius = {given})"
+            raise ModelError(f"{kind}() needs radius = r", aspan, hint=f"arguments are named: {example}", code="E508")
         radius = float(kw["radius"])
         if radius < 0:
             raise ModelError(f"the radius must be non-negative, got {radius:g}", aspan, code="E508")
@@ -660,7 +715,11 @@ class Lowerer:
     @staticmethod
     def _did_you_mean(name: str, known: list[str]) -> str | None:
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        return f"did you mean '{close[0]}'?" if close else None
+        if close:
+            return f"did you mean '{close[0]}'?"
+        if 0 < len(known) <= 12:  # nothing close: say what there is
+            return "defined here: " + ", ".join(sorted(known))
+        return None
 
     def _attr(self, t: Tree, span: Span) -> Node:
         base_t, field_tok = t.children
@@ -880,6 +939,19 @@ class Lowerer:
                 code="E303",
             )
         return node
+
+    def _maxcut_form(self, t: Any) -> str | None:
+        """The graph name when `t` is exactly `cut(G, s)` over a spin vector `s` of G.n entries, else None."""
+        if not (isinstance(t, Tree) and t.data == "call" and str(t.children[0]) == "cut"):
+            return None
+        args = [a for a in t.children[1:] if a is not None]
+        if len(args) != 2 or not all(isinstance(a, Tree) and a.data == "name" for a in args):
+            return None
+        g, v = (str(a.children[0]) for a in args)
+        var = self.variables.get(v)
+        if v != "s" or g not in self.graphs or var is None or var.kind != "spin":
+            return None
+        return g if tuple(var.shape) == (self.graphs[g].n,) else None
 
     def _graph_ref(self, t: Tree) -> str:
         if isinstance(t, Tree) and t.data == "name":

@@ -1,0 +1,39 @@
+"""A Pygments lexer for .opt models, registered as the `pygments.lexers` entry point `optlang`:
+`pygmentize -l optlang model.opt`, and ```opt fences in Markdown rendered with Pygments."""
+
+from __future__ import annotations
+
+from pygments.lexer import RegexLexer, words
+from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
+
+from optlang.editors import DECLARATIONS, DOMAINS, FUNCTIONS, KEYWORDS
+
+
+class OptlangLexer(RegexLexer):
+    """Keywords, declarations, built-in functions, numbers, strings, comments and operators of optlang."""
+
+    name = "optlang"
+    aliases = ["optlang", "opt"]
+    filenames = ["*.opt"]
+    mimetypes = ["text/x-optlang"]
+    url = "https://github.com/optlang/optlang"
+
+    tokens = {
+        "root": [
+            (r"[ \t\f\r\n]+", Whitespace),
+            (r"#.*?$", Comment.Single),
+            (r'"([^"\\\n]|\\.)*"', String.Double),
+            (r"\bsubject[ \t]+to\b", Keyword),
+            (r"\bmax[ \t]+over\b", Keyword),
+            (words(DECLARATIONS, suffix=r"\b"), Keyword.Declaration),
+            (words(KEYWORDS, suffix=r"\b"), Keyword),
+            (words(DOMAINS, suffix=r"\b"), Keyword.Pseudo),
+            (words(FUNCTIONS, suffix=r"(?=\s*\()"), Name.Builtin),
+            (r"(\d+\.\d*|\.\d+|\d+)[eE][+-]?\d+", Number.Float),
+            (r"\d+\.\d*|\.\d+", Number.Float),
+            (r"\d+", Number.Integer),
+            (r"[A-Za-z_][A-Za-z0-9_]*", Name),
+            (r"<=|>=|==|[-+*/^@=:]", Operator),
+            (r"[\[\](){},;.]", Punctuation),
+        ]
+    }
