@@ -30,8 +30,17 @@ class SolveError(OptlangError):
     code = "E900"
 
 
-def load(path: str | Path, params: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None) -> Model:
-    """Read a .opt file; params/data override `param`/`data`/`graph` declarations by name."""
+def load(
+    path: str | Path,
+    params: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    allow_paths: list[str | Path] | None = None,
+) -> Model:
+    """Read a .opt file; params/data override `param`/`data`/`graph` declarations by name.
+
+    load() in the model reads only inside the model's folder tree and `allow_paths`.
+    """
+    t_loaded = time.perf_counter()  # the --time-limit clock starts here (folding and compiling count)
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -54,7 +63,9 @@ def load(path: str | Path, params: Mapping[str, Any] | None = None, data: Mappin
         )
         err.source = Source(raw.decode("utf-8", errors="replace"), str(path), p.parent)
         raise err from None
-    return parse(text, base_dir=p.parent, params=params, data=data, path=str(path))
+    model = parse(text, base_dir=p.parent, params=params, data=data, path=str(path), allow_paths=allow_paths)
+    model._loaded_at = t_loaded
+    return model
 
 
 def parse(
@@ -63,11 +74,13 @@ def parse(
     params: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     path: str = "<string>",
+    allow_paths: list[str | Path] | None = None,
 ) -> Model:
-    """Parse model text (paths in load() are relative to base_dir)."""
+    """Parse model text (paths in load() are relative to base_dir and confined to it and allow_paths)."""
+    t_loaded = time.perf_counter()
     source = Source(text, path, Path(base_dir))
     try:
-        ir = lower_source(source, dict(params or {}), dict(data or {}))
+        ir = lower_source(source, dict(params or {}), dict(data or {}), allow_paths)
         form = classify(ir)
         model = Model(ir, form)
         if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
@@ -80,6 +93,7 @@ def parse(
             )  # type: ignore[union-attr]
     except OptlangError as e:
         raise e.with_source(source) from None
+    model._loaded_at = t_loaded
     return model
 
 
@@ -89,6 +103,8 @@ class Model:
     def __init__(self, ir: ModelIR, form: Form) -> None:
         self.ir = ir
         self.form = form
+        # when the model was loaded: the first solve's time limit counts from here (then from each call)
+        self._loaded_at: float | None = None
 
     @property
     def name(self) -> str:
@@ -154,7 +170,13 @@ class Model:
         dtype: str | None = None,
         max_iter: int | None = None,
     ) -> Result:
-        """Solve with the planned (or named) backend; the Result is recomputed from the model."""
+        """Solve with the planned (or named) backend; the Result is recomputed from the model.
+
+        The time limit counts from the model's load for the first solve (so folding and compiling
+        count), from this call for later ones.
+        """
+        clock_start = self._loaded_at if self._loaded_at is not None else time.perf_counter()
+        self._loaded_at = None
         the_plan = self.plan(backend)
         b = registry.get(the_plan.chosen)
         opts: dict[str, Any] = {}
@@ -191,7 +213,8 @@ class Model:
             progress=progress,
         )
         _seed_everything(seed)
-        ctx.restart_clock()
+        ctx.restart_clock(at=clock_start)
+        t_backend = time.perf_counter()
         with interrupt_to_flag(ctx):
             try:
                 raw = b.solve(compiled.problem, backend_options, ctx)
@@ -207,7 +230,7 @@ class Model:
                 ) from e
             if bound_mode == "sdp" and raw.status.has_solution:
                 raw = _add_sdp_bound(compiled, raw, ctx)
-        t_solve = ctx.elapsed()
+        t_solve = time.perf_counter() - t_backend
         if not raw.history and ctx.history:
             raw.history = list(ctx.history)
         return verify(

@@ -4,7 +4,8 @@ Exit codes (documented in docs/cli.md):
   0 success · 1 solved but no usable solution, or a certificate check failed · 2 usage error ·
   3 model or data error · 4 no backend can solve it / a forced backend refuses · 5 a backend failed ·
   6 (compare) a backend's claimed optimum or bound is contradicted by another's solution ·
-  130 interrupted before any solution.
+  70 internal error (a bug in optlang; guard.EXIT_INTERNAL) · 130 interrupted before any solution.
+A solve that ends `diverged` or `unbounded` exits 1.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from optlang import guard
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_USAGE, EXIT_MODEL, EXIT_PLAN, EXIT_SOLVE, EXIT_INTERRUPT = 0, 1, 2, 3, 4, 5, 130
 
@@ -44,8 +47,8 @@ def _value(v: str) -> Any:
     if v.startswith("["):
         try:
             return json.loads(v)
-        except json.JSONDecodeError:
-            raise _Usage(f"cannot read the list '{v}'") from None
+        except (json.JSONDecodeError, RecursionError):
+            raise _Usage(f"cannot read the list '{v[:40]}'") from None
     return v  # a path to load
 
 
@@ -65,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="override a param")
         sp.add_argument("-d", "--data", action="append", metavar="NAME=PATH", help="override a data or graph source")
         sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        guard.add_flags(sp)
 
     c = sub.add_parser("check", help="parse, type/shape check and classify; no solve")
     common(c)
@@ -113,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     from optlang.errors import DataError, ModelErrors, OptionError, OptlangError, PlanError
 
     try:
+        guard.apply_flags(args)
         return int(args.func(args))
+    except guard.FlagError as e:
+        sys.stderr.write(f"optlang: error: {e}\n")
+        return EXIT_USAGE
     except _Usage as e:
         sys.stderr.write(f"optlang: error: {e}\n")
         return EXIT_USAGE
@@ -131,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
 
         _print_error(e, args)
         return EXIT_SOLVE if isinstance(e, SolveError) else EXIT_MODEL
+    except (Exception, RecursionError) as e:  # never a traceback: a bug gets its own exit code
+        return guard.internal_error(e)
 
 
 def _print_error(e: Any, args: argparse.Namespace) -> None:
@@ -169,7 +179,10 @@ def _load(args: argparse.Namespace) -> Any:
     import optlang
 
     return optlang.load(
-        args.model, params=_parse_assignments(args.param, "-p"), data=_parse_assignments(args.data, "-d")
+        args.model,
+        params=_parse_assignments(args.param, "-p"),
+        data=_parse_assignments(args.data, "-d"),
+        allow_paths=guard.allow_paths(args),
     )
 
 
@@ -302,12 +315,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.output:
-        Path(args.output).write_text(r.to_json(), encoding="utf-8")
+        guard.atomic_write_text(args.output, r.to_json())
     if args.json:
         print(r.to_json())
     else:
         _print_result(r, m)
-    if not r.status.has_solution:
+    if not r.status.has_solution or r.status.value in ("diverged", "unbounded"):
         return EXIT_NO_SOLUTION if r.status.value != "interrupted" else EXIT_INTERRUPT
     return EXIT_OK if all(c.passed for c in r.checks) else EXIT_NO_SOLUTION
 
