@@ -254,7 +254,7 @@ def _load_npy(p: Path, path: str, span: Span | None) -> np.ndarray:
         shape, dtype = _npy_header(f, path, span)
     if dtype.hasobject:
         raise DataError(f"cannot read '{path}': it holds Python objects (never unpickled)", span, code="E602")
-    check_size(memory.dense_bytes(shape, 8.0 + dtype.itemsize), f"loading {path}", span)
+    check_size(memory.dense_bytes(shape, 8.0 * memory.CONSTANT_COPIES + dtype.itemsize), f"loading {path}", span)
     try:
         arr = np.load(p, allow_pickle=False, mmap_mode="r")
     except ValueError as e:
@@ -271,7 +271,7 @@ def _npz_sizes(z: Any, path: str, span: Span | None) -> dict[str, tuple[tuple[in
         name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
         with z.zip.open(info) as f:
             out[name] = _npy_header(f, path, span)
-    total = sum(memory.dense_bytes(s, 8.0 + d.itemsize) for s, d in out.values())
+    total = sum(memory.dense_bytes(s, 8.0 * memory.CONSTANT_COPIES + d.itemsize) for s, d in out.values())
     check_size(total, f"loading {path} (decompressed)", span)
     return out
 
@@ -316,7 +316,7 @@ def _mtx_info(p: Path, path: str, span: Span | None) -> tuple[int, int, int, str
     if field == "complex":
         raise DataError(f"'{path}' holds complex numbers", span, hint="optlang models are real-valued", code="E603")
     if fmt == "array":
-        check_size(memory.dense_bytes((rows, cols), 16.0), f"loading {path}", span)
+        check_size(memory.dense_bytes((rows, cols), 8.0 * memory.CONSTANT_COPIES + 16.0), f"loading {path}", span)
     else:
         if max(rows, cols) > MAX_NODES:
             raise DataError(f"'{path}' declares {rows} × {cols}: too large", span, code="E610")
@@ -648,7 +648,7 @@ def dense_generator(name: str, dims: list[int], seed: int | None, span: Span | N
     if name == "eye" and len(dims) != 1:
         raise DataError("eye(n) takes one dimension", span, code="E606")
     shape = (dims[0], dims[0]) if name == "eye" else tuple(dims)
-    check_size(memory.dense_bytes(shape), f"{name}({', '.join(map(str, dims))})", span)
+    check_size(memory.constant_bytes(shape), f"{name}({', '.join(map(str, dims))})", span)
     rng = np.random.default_rng(seed)
     if name == "zeros":
         return np.zeros(shape)

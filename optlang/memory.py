@@ -22,6 +22,9 @@ DEFAULT_FRACTION = 0.8
 # A decision variable costs its value, its gradient and two optimizer moments (Adam), in float64
 # at most: 32 bytes per element is what a first-order backend holds at once.
 BYTES_PER_VARIABLE = 32.0
+# A generated or loaded dense constant is held as float64, copied once to the device (float32 or
+# float64) and once more by the first evaluation: three copies at 8 bytes per element.
+CONSTANT_COPIES = 3.0
 # Graphs: CSR holds indptr (8 B per node) and, per stored edge (both directions), an index and a
 # weight (16 B), plus the COO/triangle temporaries while building (about 3×).
 BYTES_PER_NODE = 16.0
@@ -53,15 +56,18 @@ def limit() -> int:
     """Bytes one model may allocate: --memory-limit, the env vars, else 80% of physical memory."""
     if _override is not None:
         return _override
-    for name in (ENV, LEGACY_ENV):
+    found: list[int] = []
+    for name in (ENV, LEGACY_ENV):  # both set: the tighter one wins
         env = os.environ.get(name)
         if env:
             try:
-                return parse_size(env)
+                found.append(parse_size(env))
             except ValueError:
                 raise DataError(
                     f"{name}={env[:40]!r} is not a size", None, hint="e.g. 8G, 512MB or 8e9 bytes", code="E610"
                 ) from None
+    if found:
+        return min(found)
     try:
         return int(DEFAULT_FRACTION * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
@@ -97,6 +103,11 @@ def dense_bytes(shape: Iterable[float], itemsize: float = 8.0) -> float:
     for d in shape:
         out *= float(d)
     return out
+
+
+def constant_bytes(shape: Iterable[float]) -> float:
+    """Bytes a dense constant of this shape costs over a solve (CONSTANT_COPIES float64 copies)."""
+    return dense_bytes(shape, 8.0 * CONSTANT_COPIES)
 
 
 def graph_bytes(n: float, m: float) -> float:
