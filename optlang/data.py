@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from zipfile import BadZipFile
 
 import numpy as np
 import scipy.sparse as sp
@@ -226,7 +227,7 @@ def load(
         raise
     except RecursionError:
         raise DataError(f"cannot read '{path}': nested too deeply", span, code="E602") from None
-    except (ValueError, OSError, KeyError, IndexError, TypeError, UnicodeDecodeError, EOFError) as e:
+    except (ValueError, OSError, KeyError, IndexError, TypeError, UnicodeDecodeError, EOFError, BadZipFile) as e:
         raise DataError(f"cannot read '{path}': {type(e).__name__}: {snippet(e, 60)}", span, code="E602") from None
     if sp.issparse(arr):
         arr = arr.tocsr().astype(np.float64)
