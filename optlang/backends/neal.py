@@ -99,14 +99,16 @@ class Neal(Backend):
         if options.fill_time and ctx.time_limit is not None:
             run(1)  # calibration read
             chunk_time = max(ctx.time_limit / 10, 0.2)
-            while not ctx.should_stop():
+            cap = math.inf if ctx.max_iter is None else int(ctx.max_iter)  # --max-iter caps the reads
+            while not ctx.should_stop() and reads < cap:
                 assert per_read is not None
                 k = int(min(ctx.remaining() * 0.95, max(chunk_time, per_read)) / max(per_read, 1e-9))
+                k = int(min(k, cap - reads))
                 if k < 1:
                     break
                 run(k)
         else:
-            run(max(1, options.num_reads))
+            run(max(1, min(options.num_reads, ctx.max_iter or options.num_reads)))
         assert best_s is not None
         E, chk = energy_check(problem, best_s, best_E)
         status = (
@@ -114,6 +116,8 @@ class Neal(Backend):
             if ctx.interrupted
             else (Status.TIME_LIMIT if options.fill_time and ctx.time_limit is not None else Status.FEASIBLE)
         )
+        if status == Status.TIME_LIMIT and ctx.max_iter is not None and reads >= ctx.max_iter and not ctx.should_stop():
+            status = Status.ITERATION_LIMIT
         return RawSolution(
             status=status,
             values={"s": best_s},
