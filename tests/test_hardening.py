@@ -395,3 +395,22 @@ def test_load_errors_are_data_errors_not_tracebacks(tmp_path: Path) -> None:
     for f in ("empty.npy", "empty.npz"):
         e = _err(f'param c = load("{f}")\nvar x\nminimize x^2', tmp_path)
         assert isinstance(e, DataError) and e.code == "E602", e.render()
+
+
+def test_lobpcg_breakdown_returns_the_last_good_block() -> None:
+    import torch
+
+    from optlang.backends.specann.eigen import lobpcg
+
+    A = torch.diag(torch.arange(1.0, 11.0, dtype=torch.float64))
+    calls = {"n": 0}
+
+    def op(X: torch.Tensor) -> torch.Tensor:
+        calls["n"] += 1
+        return A @ X if calls["n"] < 3 else X * float("nan")  # the operator breaks down mid-solve
+
+    X0 = torch.randn(10, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    r = lobpcg(op, X0, max_iter=50, tol=1e-12)
+    assert bool(torch.isfinite(r.vectors).all()) and r.values.shape == (2,)
+    r0 = lobpcg(lambda X: X * float("nan"), X0, max_iter=5)
+    assert r0.iterations == 0 and bool(torch.isfinite(r0.vectors).all())
