@@ -8,6 +8,7 @@ collected statement by statement (one per statement), then raised together as Mo
 from __future__ import annotations
 
 import difflib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -795,7 +796,8 @@ class Lowerer:
                     "division by zero in a constant expression", span, hint="check the divisor", code="E607"
                 )
             try:
-                with np.errstate(all="ignore"):
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # NaN results are reported below
                     value = spec.np(*[a.value for a in args], **kw)
             except (ArithmeticError, ValueError, TypeError, IndexError) as e:
                 raise DataError(
