@@ -33,8 +33,17 @@ class SolveError(OptlangError):
     code = "E900"
 
 
-def load(path: str | Path, params: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None) -> Model:
-    """Read a .opt file; params/data override `param`/`data`/`graph` declarations by name."""
+def load(
+    path: str | Path,
+    params: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
+    allow_paths: list[str | Path] | None = None,
+) -> Model:
+    """Read a .opt file; params/data override `param`/`data`/`graph` declarations by name.
+
+    load() in the model reads only inside the model's folder tree and `allow_paths`.
+    """
+    t_loaded = time.perf_counter()  # the --time-limit clock starts here (folding and compiling count)
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -57,7 +66,9 @@ def load(path: str | Path, params: Mapping[str, Any] | None = None, data: Mappin
         )
         err.source = Source(raw.decode("utf-8", errors="replace"), str(path), p.parent)
         raise err from None
-    return parse(text, base_dir=p.parent, params=params, data=data, path=str(path))
+    model = parse(text, base_dir=p.parent, params=params, data=data, path=str(path), allow_paths=allow_paths)
+    model._loaded_at = t_loaded
+    return model
 
 
 def parse(
@@ -66,14 +77,16 @@ def parse(
     params: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     path: str = "<string>",
+    allow_paths: list[str | Path] | None = None,
 ) -> Model:
-    """Parse model text (paths in load() are relative to base_dir).
+    """Parse model text (paths in load() are relative to base_dir and confined to it and allow_paths).
 
     Overrides may be numbers, lists, numpy arrays, scipy sparse matrices, networkx graphs, `(X, y)`
     tables or file paths (str or Path); a graph or table given under `params` is used as a data override."""
+    t_loaded = time.perf_counter()
     source = Source(text, path, Path(base_dir))
     try:
-        ir = lower_source(source, _overrides(params), _overrides(data))
+        ir = lower_source(source, _overrides(params), _overrides(data), allow_paths)
         form = classify(ir)
         model = Model(ir, form)
         if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
@@ -82,6 +95,7 @@ def parse(
             model.form = replace(form, n_spins=problem.n, nnz=int(problem.J.nnz), has_field=problem.has_field)
     except OptlangError as e:
         raise e.with_source(source) from None
+    model._loaded_at = t_loaded
     return model
 
 
@@ -158,6 +172,8 @@ class Model:
     def __init__(self, ir: ModelIR, form: Form) -> None:
         self.ir = ir
         self.form = form
+        # when the model was loaded: the first solve's time limit counts from here (then from each call)
+        self._loaded_at: float | None = None
 
     @property
     def name(self) -> str:
@@ -366,7 +382,12 @@ class Model:
         """Solve with the planned (or named) backend; the Result is recomputed from the model.
 
         `progress` receives rows {time, objective, bound, ...} in the user's sense (a maximize model's
-        objective as maximized). Warnings the solver emits are kept in `Result.log`, not printed."""
+        objective as maximized). Warnings the solver emits are kept in `Result.log`, not printed.
+        The time limit counts from the model's load for the first solve (so folding and compiling
+        count), from this call for later ones.
+        """
+        clock_start = self._loaded_at if self._loaded_at is not None else time.perf_counter()
+        self._loaded_at = None
         the_plan = self.plan(backend, time_limit if isinstance(time_limit, (int, float)) else None)
         b = registry.get(the_plan.chosen)
         opts: dict[str, Any] = {}
@@ -408,7 +429,8 @@ class Model:
             progress=_user_progress(progress, compiled.sign, compiled.offset) if progress else None,
         )
         _seed_everything(seed, torch=b.uses_torch)
-        ctx.restart_clock()
+        ctx.restart_clock(at=clock_start)
+        t_backend = time.perf_counter()
         with interrupt_to_flag(ctx), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -425,7 +447,7 @@ class Model:
                 ) from e
             if bound_mode == "sdp" and raw.status.has_solution:
                 raw = _add_sdp_bound(compiled, raw, ctx)
-        t_solve = ctx.elapsed()
+        t_solve = time.perf_counter() - t_backend
         if not raw.history and ctx.history:
             raw.history = list(ctx.history)
         log = _warning_log(caught)

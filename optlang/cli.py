@@ -6,7 +6,8 @@ Exit codes (documented in docs/cli.md):
   0 success · 1 solved but no usable solution, or a certificate check failed · 2 usage error ·
   3 model or data error · 4 no backend can solve it / a forced backend refuses · 5 a backend failed ·
   6 (compare) a backend's claimed optimum or bound is contradicted by another's solution ·
-  130 interrupted before any solution.
+  70 internal error (a bug in optlang; guard.EXIT_INTERNAL) · 130 interrupted before any solution.
+A solve that ends `diverged` or `unbounded` exits 1.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from optlang import guard
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_USAGE, EXIT_MODEL, EXIT_PLAN, EXIT_SOLVE, EXIT_INTERRUPT = 0, 1, 2, 3, 4, 5, 130
 
@@ -45,8 +48,8 @@ def _value(v: str) -> Any:
     if v.startswith("["):
         try:
             return json.loads(v)
-        except json.JSONDecodeError:
-            raise _Usage(f"cannot read the list '{v}'") from None
+        except (json.JSONDecodeError, RecursionError):
+            raise _Usage(f"cannot read the list '{v[:40]}'") from None
     return v  # a path to load
 
 
@@ -83,6 +86,7 @@ def add_check_parser(sub: Any) -> None:
     c = cc.new_command(sub, "check", "parse, type/shape check and classify; validate the solver block; no solve")
     c.add_argument("model", help="the .opt model file")
     cc.add_input_flags(c)
+    guard.add_flags(c)
     cc.add_backend_flag(c, "also check that these backends exist and accept the model's solver options")
     cc.add_output_flags(c)
     c.set_defaults(func=cmd_check)
@@ -94,6 +98,7 @@ def add_plan_parser(sub: Any) -> None:
     pl = cc.new_command(sub, "plan", "the problem kind, candidate backends, the chosen one and why")
     pl.add_argument("model", help="the .opt model file")
     cc.add_input_flags(pl)
+    guard.add_flags(pl)
     cc.add_backend_flag(
         pl,
         "force a backend, or a comma list: the first that accepts the model (default: the "
@@ -116,6 +121,7 @@ def add_solve_parser(sub: Any) -> None:
     s = cc.new_command(sub, "solve", "solve the model and re-verify the answer")
     s.add_argument("model", help="the .opt model file")
     cc.add_input_flags(s)
+    guard.add_flags(s)
     cc.add_backend_flag(
         s,
         "backend name, or a comma list: the first that accepts the model (default: the "
@@ -156,7 +162,11 @@ def _main(argv: list[str] | None) -> int:
     from optlang.errors import DataError, ModelErrors, OptionError, OptlangError, PlanError
 
     try:
+        guard.apply_flags(args)
         return int(args.func(args))
+    except guard.FlagError as e:
+        sys.stderr.write(f"optlang: error: {e}\n")
+        return EXIT_USAGE
     except _Usage as e:
         sys.stderr.write(f"optlang: error: {e}\n")
         return EXIT_USAGE
@@ -174,6 +184,10 @@ def _main(argv: list[str] | None) -> int:
 
         _print_error(e, args)
         return EXIT_SOLVE if isinstance(e, SolveError) else EXIT_MODEL
+    except BrokenPipeError:
+        raise  # main() exits quietly: the reader of a pipe left
+    except (Exception, RecursionError) as e:  # never a traceback: a bug gets its own exit code
+        return guard.internal_error(e)
 
 
 def _print_error(e: Any, args: argparse.Namespace) -> None:
@@ -211,7 +225,10 @@ def _load(args: argparse.Namespace) -> Any:
     import optlang
 
     return optlang.load(
-        args.model, params=_parse_assignments(args.param, "-p"), data=_parse_assignments(args.data, "-d")
+        args.model,
+        params=_parse_assignments(args.param, "-p"),
+        data=_parse_assignments(args.data, "-d"),
+        allow_paths=guard.allow_paths(args),
     )
 
 
@@ -312,7 +329,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         write_stdout(r.to_json())
     else:
         print_result(r, m.name, console(), verbose=args.verbose)
-    if not r.status.has_solution:
+    if not r.status.has_solution or r.status.value in ("diverged", "unbounded"):
         return EXIT_NO_SOLUTION if r.status.value != "interrupted" else EXIT_INTERRUPT
     return EXIT_OK if all(c.passed for c in r.checks) else EXIT_NO_SOLUTION
 

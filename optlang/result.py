@@ -26,12 +26,13 @@ class Status(StrEnum):
     ITERATION_LIMIT = "iteration_limit"  # stopped by the iteration/node limit; best solution returned
     INTERRUPTED = "interrupted"  # Ctrl-C; best solution returned
     DIVERGED = "diverged"  # NaN/inf or blow-up; the best iterate before it is returned
+    UNBOUNDED = "unbounded"  # the objective ran past 1e20 in the improving direction with growing iterates
     INFEASIBLE = "infeasible"  # proven infeasible
     ERROR = "error"  # the backend failed; no solution
 
     @property
     def has_solution(self) -> bool:
-        return self not in (Status.INFEASIBLE, Status.ERROR)
+        return self not in (Status.INFEASIBLE, Status.ERROR, Status.UNBOUNDED)
 
 
 # An `optimal` status is a proof that nothing is better: its bound gap may only be rounding noise.

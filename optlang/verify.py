@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optlang import guard
 from optlang.backends.base import RawSolution, RunContext
 from optlang.compiler import Compiled
 from optlang.ir.evaluate import evaluate_np
@@ -88,6 +89,9 @@ def verify(
                 tol = 1e-6 * max(1.0, abs(objective))
                 ok = objective >= bound - tol if form.sense == "minimize" else objective <= bound + tol
                 checks.append(Check("bound_valid", ok, f"bound {bound:.10g} vs objective {objective:.10g}"))
+    if status.has_solution and guard.unbounded(objective, form.sense, values, raw.history):
+        status = Status.UNBOUNDED
+        info["unbounded"] = "the objective ran past 1e20 in the improving direction while the iterates grew"
     gap = None
     if bound is not None and objective is not None:
         gap = abs(bound - objective) / max(1.0, abs(objective))

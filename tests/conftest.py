@@ -9,6 +9,8 @@ import pytest
 import torch
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# one memory budget on every machine, so that size diagnostics read the same everywhere
+os.environ.setdefault("OPTLANG_MEMORY_LIMIT", "8GiB")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -63,7 +63,7 @@ def test_one_flag_vocabulary(name: str) -> None:
 
 def test_help_shows_defaults() -> None:
     text = " ".join(_subparser("compare").format_help().split())
-    assert "(default: 10.0)" in text and "(default: auto)" in text and "(default: local)" in text
+    assert "the model's own time_limit, else 10" in text and "(default: auto)" in text and "(default: local)" in text
     text = " ".join(_subparser("solve").format_help().split())
     assert "the solver block's time_limit" in text and "else float32" in text
 

@@ -76,8 +76,9 @@ class RunContext:
         self.history: list[tuple[float, float, float | None]] = []
 
     # --- time and stopping
-    def restart_clock(self) -> None:
-        self._start = time.perf_counter()
+    def restart_clock(self, at: float | None = None) -> None:
+        """Start the clock now, or at an earlier perf_counter() reading (the model's load)."""
+        self._start = time.perf_counter() if at is None else float(at)
 
     def elapsed(self) -> float:
         return time.perf_counter() - self._start
@@ -143,17 +144,21 @@ def resolve_device(device: str | None) -> str:
 
 
 class interrupt_to_flag:
-    """Context manager: Ctrl-C sets ctx.interrupted instead of killing the solve."""
+    """Context manager: Ctrl-C (SIGINT) and SIGTERM set ctx.interrupted instead of killing the solve;
+    the backend stops at its next poll and returns its incumbent as `interrupted`."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self._old: Any = None
+        self._old: dict[int, Any] = {}
 
     def __enter__(self) -> RunContext:
-        try:
-            self._old = signal.signal(signal.SIGINT, self._handler)
-        except ValueError:  # not the main thread
-            self._old = None
+        for sig in self.SIGNALS:
+            try:
+                self._old[sig] = signal.signal(sig, self._handler)
+            except ValueError:  # not the main thread
+                pass
         return self.ctx
 
     def _handler(self, signum: int, frame: Any) -> None:
@@ -162,8 +167,9 @@ class interrupt_to_flag:
         self.ctx.interrupted = True
 
     def __exit__(self, *exc: Any) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old = {}
 
 
 @dataclass

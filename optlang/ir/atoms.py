@@ -114,8 +114,20 @@ def reduce_axis(types: Sequence[Type], static: dict[str, Any], span: Span) -> Ty
     t = types[0]
     if axis is None:
         return Type(REAL, (), None, False, t.vars)
-    if not isinstance(axis, int) or not -t.ndim <= axis < max(t.ndim, 1):
-        raise ShapeError(f"axis {axis} is out of range for {t.describe()}", span)
+    if t.ndim == 0:
+        raise ShapeError(
+            "axis = applies to a vector or a matrix; this is a scalar",
+            span,
+            hint="drop axis =, or reduce an array",
+            code="E305",
+        )
+    if not isinstance(axis, int) or not -t.ndim <= axis < t.ndim:
+        raise ShapeError(
+            f"axis {axis} is out of range for {t.describe()}",
+            span,
+            hint=f"axes run from 0 to {t.ndim - 1} (or -{t.ndim} to -1)",
+            code="E305",
+        )
     axis %= t.ndim
     shape = tuple(d for i, d in enumerate(t.shape) if i != axis)
     return Type(REAL, shape, t.sample if axis != 0 else None, False, t.vars)
@@ -327,7 +339,7 @@ _atom(
     "pow",
     (2, 2),
     power_rule,
-    lambda a, b: np.power(_dense(a), b),
+    lambda a, b: np.power(np.asarray(_dense(a), dtype=np.float64), _dense(b)),
     lambda a, b: a**b,
     "a ^ b, elementwise power",
     cvx=lambda a, b: _cvx_pow(a, b),
@@ -350,7 +362,7 @@ _atom(
     "transpose",
     (1, 1),
     transpose_rule,
-    lambda a: a.T,
+    lambda a: a.T if sp.issparse(a) else np.transpose(np.asarray(a)),
     lambda a: a.T if a.dim() == 2 else a,
     "A.T, transpose",
     cvx=lambda a: a.T,
@@ -384,18 +396,24 @@ def _sum2(a: Any, b: Any) -> Any:
     return _dense(a) + _dense(b)
 
 
+def _scalar(x: Any) -> bool:
+    return not sp.issparse(x) and np.ndim(x) == 0  # np.ndim of a scipy matrix is 0 too
+
+
 def _mul2(a: Any, b: Any) -> Any:
-    if sp.issparse(a) and np.ndim(b) == 0:
+    if sp.issparse(a) and sp.issparse(b):
+        return sp.csr_matrix(a.multiply(b))  # elementwise (csr `*` would be a matrix product)
+    if sp.issparse(a) and _scalar(b):
         return (a * b).tocsr()
-    if sp.issparse(b) and np.ndim(a) == 0:
+    if sp.issparse(b) and _scalar(a):
         return (b * a).tocsr()
     return _dense(a) * _dense(b)
 
 
 def _div2(a: Any, b: Any) -> Any:
-    if sp.issparse(a) and np.ndim(b) == 0:
+    if sp.issparse(a) and _scalar(b):
         return (a / b).tocsr()
-    return _dense(a) / _dense(b)
+    return np.asarray(_dense(a), dtype=np.float64) / np.asarray(_dense(b), dtype=np.float64)
 
 
 def _np_matmul(a: Any, b: Any) -> Any:

@@ -8,6 +8,7 @@ collected statement by statement (one per statement), then raised together as Mo
 from __future__ import annotations
 
 import difflib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import scipy.sparse as sp
 from lark import Token, Tree
 
 from optlang import data as D
+from optlang import memory
 from optlang.errors import (
     DataError,
     KindError,
@@ -23,6 +25,7 @@ from optlang.errors import (
     ModelErrors,
     NameResolutionError,
     OptlangError,
+    ParseError,
     ShapeError,
 )
 from optlang.grammar.parser import KEYWORDS, parse_tree
@@ -40,16 +43,78 @@ class _Poison(Exception):
 
 _BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "matmul": "matmul", "pow": "pow"}
 
+# Brackets, calls, unary signs and powers may nest this deep (documented in docs/language.md §5);
+# the lowering, evaluation and printing passes recurse once per level, well inside Python's stack.
+# Long chains of + - and of * are not nesting: they are lowered as balanced trees (depth log2 n).
+MAX_NESTING = 100
+# Chains longer than this are balanced; shorter ones keep the left-to-right tree of the source.
+BALANCE_FROM = 16
+MAX_DIM = 2**40  # a dimension beyond this cannot be allocated anywhere; refused before the memory check
 
-def lower_source(source: Source, params: dict[str, Any] | None = None, data: dict[str, Any] | None = None) -> ModelIR:
-    """Parse and lower a model; params/data override `param`/`data`/`graph` sources by name."""
+
+def lower_source(
+    source: Source,
+    params: dict[str, Any] | None = None,
+    data: dict[str, Any] | None = None,
+    allow_paths: list[str | Path] | None = None,
+) -> ModelIR:
+    """Parse and lower a model; params/data override `param`/`data`/`graph` sources by name.
+
+    load() reads only inside the model's folder and `allow_paths` (overrides may name any file).
+    """
     tree = parse_tree(source)
-    return Lowerer(source, params or {}, data or {}).run(tree)
+    check_nesting(tree, source)
+    try:
+        return Lowerer(source, params or {}, data or {}, allow_paths).run(tree)
+    except RecursionError:  # a backstop: check_nesting keeps every pass well inside the stack
+        raise ParseError(
+            f"the model nests expressions too deeply (the limit is {MAX_NESTING} levels)",
+            None,
+            source=source,
+            code="E109",
+        ) from None
+
+
+def _chain(t: Any, ops: tuple[str, ...]) -> bool:
+    return isinstance(t, Tree) and t.data in ops
+
+
+def check_nesting(tree: Tree, source: Source) -> None:
+    """Refuse expressions nested more than MAX_NESTING levels, at the first too-deep node (iterative)."""
+    stack: list[tuple[Any, int]] = [(tree, 0)]
+    while stack:
+        t, depth = stack.pop()
+        if not isinstance(t, Tree):
+            continue
+        if depth > MAX_NESTING:
+            span = Span.of(t.meta)
+            raise ParseError(
+                f"expressions nest more than {MAX_NESTING} levels deep here",
+                span,
+                hint="split the expression with `let` names; long sums and products are fine",
+                source=source,
+                code="E109",
+            )
+        for i, c in enumerate(t.children):
+            if not isinstance(c, Tree):
+                continue
+            flat = i == 0 and (
+                (t.data in ("add", "sub") and c.data in ("add", "sub")) or (t.data == "mul" and c.data == "mul")
+            )
+            stack.append((c, depth if flat else depth + 1))
 
 
 class Lowerer:
-    def __init__(self, source: Source, overrides: dict[str, Any], data_overrides: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        source: Source,
+        overrides: dict[str, Any],
+        data_overrides: dict[str, Any],
+        allow_paths: list[str | Path] | None = None,
+    ) -> None:
         self.source = source
+        self.roots = [Path(source.base_dir)] + [Path(p) for p in allow_paths or []]
+        self.budget = memory.limit()
         self.overrides = dict(overrides)
         self.data_overrides = dict(data_overrides)
         self.errors: list[OptlangError] = []
@@ -168,7 +233,9 @@ class Lowerer:
             self.overrides[name] = self.data_overrides.pop(name)
         try:
             if name in self.overrides:
-                self.params[name] = self._override_value(name, self.overrides[name], Span.of(tok))
+                value = self._override_value(name, self.overrides[name], Span.of(tok))
+                self._check_override_rank(name, value, expr, Span.of(tok))
+                self.params[name] = value
                 return
             value = self._compile_time(expr, "param")
             if isinstance(value, (D.Graph, D.DataTable)):
@@ -232,7 +299,13 @@ class Lowerer:
             if isinstance(expr, Tree) and expr.data == "call" and str(expr.children[0]) == "load":
                 _, kwargs = self._call_args(expr)
             return D.load(
-                str(value), Path("."), span, kind=kind, **{k: v for k, v in kwargs.items() if isinstance(v, str)}
+                str(value),
+                Path("."),
+                span,
+                kind=kind,
+                roots=None,
+                base_label="the current folder (overrides name files from where optlang runs)",
+                **{k: v for k, v in kwargs.items() if isinstance(v, str)},
             )
         if kind == "graph" and (sp.issparse(value) or isinstance(value, np.ndarray)):
             W = sp.csr_matrix(value, dtype=np.float64)
@@ -285,13 +358,62 @@ class Lowerer:
             try:
                 value = float(value)
             except ValueError:
-                return D.load(value, Path("."), span, kind="param")
+                return D.load(
+                    value,
+                    Path("."),
+                    span,
+                    kind="param",
+                    roots=None,
+                    base_label="the current folder (overrides name files from where optlang runs)",
+                )
+            D.check_finite(np.asarray(value), f"override of '{name}'", span)
             return value
         if sp.issparse(value):
-            return sp.csr_matrix(value, dtype=np.float64)
-        arr = np.asarray(value, dtype=np.float64)
+            M = sp.csr_matrix(value)
+            if M.dtype.kind not in "biuf":
+                raise DataError(f"the override of '{name}' must hold real numbers", span, code="E702")
+            M = M.astype(np.float64)
+            D.check_finite(M, f"override of '{name}'", span)
+            return M
+        bad = isinstance(value, (bool, dict, set, bytes)) or value is None
+        arr = None
+        if not bad:
+            try:
+                raw = np.asarray(value)
+                bad = raw.dtype.kind not in "biuf" or raw.ndim > 2
+                arr = None if bad else raw.astype(np.float64)
+            except (TypeError, ValueError, OverflowError, RecursionError):
+                bad = True
+        if bad or arr is None:
+            raise DataError(
+                f"the override of '{name}' must be a number, a vector or a matrix of real numbers",
+                span,
+                hint="e.g. -p c=3, -p c=[1,2,3], -p A=[[1,0],[0,1]] (rows of equal length), or a file path",
+                code="E702",
+            )
         D.check_finite(arr, f"override of '{name}'", span)
         return float(arr) if arr.ndim == 0 else arr
+
+    def _check_override_rank(self, name: str, value: Any, expr: Tree, span: Span) -> None:
+        """An override keeps the declared rank (scalar, vector, matrix) when the declaration can be
+        evaluated cheaply (it loads no file); lengths may change, as overrides resize data."""
+        if any(isinstance(t, Tree) and t.data == "call" and str(t.children[0]) == "load" for t in expr.iter_subtrees()):
+            return
+        try:
+            declared = self._compile_time(expr, "param")
+        except OptlangError:
+            return
+        rank = 2 if sp.issparse(declared) else int(np.ndim(declared))
+        got = 2 if sp.issparse(value) else int(np.ndim(value))
+        if rank != got:
+            names = {0: "a scalar", 1: "a vector", 2: "a matrix"}
+            raise DataError(
+                f"the override of '{name}' is {names.get(got, f'{got}-D')}, but '{name}' is declared as "
+                f"{names.get(rank, f'{rank}-D')}",
+                span,
+                hint="give a value of the declared shape",
+                code="E702",
+            )
 
     def _var_decl(self, t: Tree, kind: str) -> None:
         tok = t.children[0]
@@ -308,6 +430,12 @@ class Lowerer:
                     hint="declare a vector: var p[n] in simplex",
                     code="E503",
                 )
+            memory.check(
+                memory.variable_bytes(shape),
+                f"variable '{name}' ({' × '.join(map(str, shape)) or 'scalar'})",
+                Span.of(t.meta),
+                hint="declare a smaller variable; the limit is --memory-limit or OPTLANG_MEMORY_LIMIT",
+            )
             self.variables[name] = VarDecl(name, kind, shape, domain, Span.of(t.meta))
         except OptlangError:
             self.poisoned.add(name)
@@ -337,6 +465,8 @@ class Lowerer:
             n = self._const_int(child, "a dimension")
             if n < 1:
                 raise ShapeError(f"a dimension must be at least 1, got {n}", Span.of(child.meta), code="E302")
+            if n > MAX_DIM:
+                raise ShapeError(f"a dimension of {n} is beyond any memory", Span.of(child.meta), code="E302")
             out.append(n)
         if len(out) > 2:
             raise ShapeError(f"variables have at most two dimensions, got {len(out)}", Span.of(t.meta), code="E302")
@@ -451,14 +581,12 @@ class Lowerer:
             given = f"{pos[0]:g}" if pos and isinstance(pos[0], (int, float)) else "r"
             example = f"{kind}(chi2, radius = {given})" if kind == "target_conditional" else f"{kind}(radius = {given})"
             raise ModelError(f"{kind}() needs radius = r", aspan, hint=f"arguments are named: {example}", code="E508")
-        radius = float(kw["radius"])
-        if radius < 0:
-            raise ModelError(f"the radius must be non-negative, got {radius:g}", aspan, code="E508")
+        radius = _real(kw["radius"], aspan, "the radius", 0.0, np.inf, ModelError, "E508")
         base = "chi2"
         by = None
         edges = None
         if kind == "target_conditional":
-            if len(pos) != 1 or pos[0] not in ("chi2", "kl"):
+            if len(pos) != 1 or not isinstance(pos[0], str) or pos[0] not in ("chi2", "kl"):
                 raise ModelError(
                     "target_conditional takes the divergence first: target_conditional(chi2, ...)",
                     aspan,
@@ -470,15 +598,16 @@ class Lowerer:
             if by is not None and (not isinstance(by, Node) or by.type.shape != loss.type.shape):
                 raise ShapeError("by = must be a vector with one value per sample", aspan, code="E303")
             if "edges" in kw:
-                edges = np.sort(np.asarray(kw["edges"], dtype=np.float64).ravel())
+                ev = kw["edges"]
+                if isinstance(ev, str) or sp.issparse(ev) or np.ndim(ev) > 1:
+                    raise ModelError("edges = must be a vector of bin edges", aspan, code="E508")
+                edges = np.sort(np.asarray(ev, dtype=np.float64).ravel())
+                if edges.size > 10**6 or not np.all(np.isfinite(edges)):
+                    raise ModelError("edges = must be at most 10^6 finite numbers", aspan, code="E508")
         elif pos:
             raise ModelError(f"{kind}() takes keyword arguments only", aspan, code="E508")
-        p = int(kw.get("p", 1))
-        if kind == "wasserstein" and p not in (1, 2):
-            raise ModelError(f"wasserstein p must be 1 or 2, got {p}", aspan, code="E508")
-        bins = int(kw.get("bins", 10))
-        if bins < 1:
-            raise ModelError("bins must be at least 1", aspan, code="E508")
+        p = _int(kw.get("p", 1), aspan, "wasserstein p (1 or 2)", 1, 2, ModelError, "E508")
+        bins = _int(kw.get("bins", 10), aspan, "bins", 1, 10**6, ModelError, "E508")
         amb = Ambiguity(kind, radius, p=p, base=base, bins=bins, edges=edges)  # type: ignore[arg-type]  # kind is a known set
         return Objective("robust", span, expr=loss, ambiguity=amb, ambiguity_by=by)
 
@@ -595,7 +724,7 @@ class Lowerer:
 
     def _option_value(self, t: Tree) -> Any:
         if isinstance(t, Tree) and t.data == "string":
-            return _unquote(t.children[0])
+            return _unquote(t.children[0], Span.of(t.meta))
         if isinstance(t, Tree) and t.data == "name" and str(t.children[0]) in ("true", "false"):
             return str(t.children[0]) == "true"
         if isinstance(t, Tree) and t.data == "name" and str(t.children[0]) not in self.params:
@@ -614,13 +743,25 @@ class Lowerer:
         span = Span.of(t.meta)
         rule = t.data
         if rule == "number":
-            return Const(span, Type(), _number(t.children[0]))
+            value = _number(t.children[0])
+            if not np.isfinite(value):
+                raise ParseError(
+                    "this number is too large (it overflows to infinity)",
+                    span,
+                    hint="numbers must be below about 1.8e308",
+                    code="E111",
+                )
+            return Const(span, Type(), value)
         if rule == "string":
             raise KindError(
                 "a string is not a value here", span, hint="strings name files and options only", code="E407"
             )
         if rule == "name":
             return self._name(t.children[0])
+        if rule in ("add", "sub", "mul"):
+            chain = self._long_chain(t)
+            if chain is not None:
+                return chain
         if rule in _BINOPS:
             a, b = self.expr(t.children[0]), self.expr(t.children[1])
             return self.op(_BINOPS[rule], [a, b], span)
@@ -641,6 +782,43 @@ class Lowerer:
             raise ModelError("a slice or keyword is not a value here", span, code="E511")
         raise AssertionError(f"unhandled expression rule {rule}")
 
+    def _long_chain(self, t: Tree) -> Node | None:
+        """A chain of + and - (or of *) of BALANCE_FROM terms or more, lowered as a balanced tree.
+
+        Signs are carried: (+a) ⊕ (−b) = +(a − b), (−a) ⊕ (+b) = +(b − a), (−a) ⊕ (−b) = −(a + b);
+        the leftmost term is positive, so the root is. Iterative: no recursion along the chain.
+        """
+        ops = ("add", "sub") if t.data in ("add", "sub") else ("mul",)
+        terms: list[tuple[bool, Tree]] = []
+        node = t
+        while _chain(node, ops):
+            terms.append((node.data == "sub", node.children[1]))
+            node = node.children[0]
+        if len(terms) + 1 < BALANCE_FROM:
+            return None
+        terms.append((False, node))
+        terms.reverse()
+        level: list[tuple[bool, Node]] = [(neg, self.expr(x)) for neg, x in terms]
+        while len(level) > 1:
+            nxt: list[tuple[bool, Node]] = []
+            for k in range(0, len(level) - 1, 2):
+                (na, a), (nb, b) = level[k], level[k + 1]
+                span = a.span.merge(b.span)
+                if ops == ("mul",):
+                    nxt.append((False, self.op("mul", [a, b], span)))
+                elif not na and not nb:
+                    nxt.append((False, self.op("add", [a, b], span)))
+                elif not na:
+                    nxt.append((False, self.op("sub", [a, b], span)))
+                elif not nb:
+                    nxt.append((False, self.op("sub", [b, a], span)))
+                else:
+                    nxt.append((True, self.op("add", [a, b], span)))
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        return level[0][1]
+
     def op(self, atom: str, args: list[Node], span: Span, static: dict[str, Any] | None = None) -> Node:
         """Build a typed Op, folding it to a Const when every argument is constant."""
         spec = ATOMS[atom]
@@ -657,10 +835,32 @@ class Lowerer:
         typ = spec.infer([a.type for a in args], {k: v for k, v in static.items() if k != "text"}, span)
         if atom == "neg" and args[0].type.kind == SPIN:
             typ = Type(SPIN, typ.shape, typ.sample, False, typ.vars)
+        need = estimate_bytes(atom, args, typ)
+        if need > self.budget:  # the message is built only when it is needed
+            memory.check(
+                need,
+                f"'{spec.infix or atom}' on {', '.join(a.type.describe() for a in args)}",
+                span,
+                hint="densifying a large sparse matrix or broadcasting to a large shape; "
+                "the limit is --memory-limit or OPTLANG_MEMORY_LIMIT",
+            )
         if all(isinstance(a, Const) for a in args) and not any(a.type.sample for a in args):
             kw = {k: v for k, v in static.items() if k != "text"}
-            with np.errstate(all="ignore"):
-                value = spec.np(*[a.value for a in args], **kw)
+            if atom == "div" and _has_zero(args[1].value):
+                raise DataError(
+                    "division by zero in a constant expression", span, hint="check the divisor", code="E607"
+                )
+            try:
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # NaN results are reported below
+                    value = spec.np(*[a.value for a in args], **kw)
+            except (ArithmeticError, ValueError, TypeError, IndexError) as e:
+                raise DataError(
+                    f"this constant expression cannot be evaluated ({type(e).__name__}: {D.snippet(e, 60)})",
+                    span,
+                    hint="check the operands' kinds and shapes",
+                    code="E607",
+                ) from None
             if not sp.issparse(value):
                 value = np.asarray(value, dtype=np.float64)
                 if value.ndim == 0:
@@ -845,7 +1045,7 @@ class Lowerer:
                 pos, kw = self._call_args(t)
                 if len(pos) != 1 or not isinstance(pos[0], str):
                     raise DataError('load() takes a path: load("file.csv")', span, code="E604")
-                value = D.load(pos[0], self.source.base_dir, span, kind=kind, **kw)
+                value = D.load(pos[0], self.source.base_dir, span, kind=kind, roots=self.roots, **kw)
                 if kind == "param" and isinstance(value, D.DataTable):
                     return value.X
                 return value
@@ -860,12 +1060,21 @@ class Lowerer:
                 if len(pos) != 2:
                     raise DataError(f"{GENERATORS[fname]}", span, code="E606")
                 seed = _opt_int(kw.get("seed"), span)
-                weights = str(kw.get("weights", "unit"))
+                weights = kw.get("weights", "unit")
+                if not isinstance(weights, str):
+                    raise DataError(
+                        "weights = must be a string", span, hint='"unit", "signed" or "uniform"', code="E606"
+                    )
+                n = _int(pos[0], span, f"the number of nodes of {fname}()", 1, D.MAX_NODES)
                 if fname == "erdos_renyi":
-                    return D.erdos_renyi(_int(pos[0], span), float(pos[1]), seed, weights, span)
+                    return D.erdos_renyi(
+                        n, _real(pos[1], span, "the edge probability p", 0.0, 1.0), seed, weights, span
+                    )
                 if fname == "random_regular":
-                    return D.random_regular(_int(pos[0], span), _int(pos[1], span), seed, weights, span)
-                return D.torus(_int(pos[0], span), _int(pos[1], span), seed, weights, span)
+                    d = _int(pos[1], span, "the degree of random_regular()", 0, D.MAX_NODES)
+                    return D.random_regular(n, d, seed, weights, span)
+                cols = _int(pos[1], span, "the columns of torus()", 1, D.MAX_NODES)
+                return D.torus(n, cols, seed, weights, span)
             if fname in ("zeros", "ones", "eye", "randn", "rand"):
                 pos, kw = self._call_args(t)
                 for k in kw:
@@ -873,7 +1082,8 @@ class Lowerer:
                         raise DataError(f"{fname}() has no argument '{k}'", span, hint="accepted: seed", code="E606")
                 if fname in ("zeros", "ones", "eye") and "seed" in kw:
                     raise DataError(f"{fname}() takes no seed", span, code="E606")
-                return D.dense_generator(fname, [_int(p, span) for p in pos], _opt_int(kw.get("seed"), span), span)
+                dims = [_int(p, span, f"a dimension of {fname}()", 0, MAX_DIM) for p in pos]
+                return D.dense_generator(fname, dims, _opt_int(kw.get("seed"), span), span)
         if kind in ("data", "graph"):
             raise KindError(f"`{kind}` needs load(...) or a generator", span, code="E406")
         node = self.expr(t)
@@ -904,7 +1114,7 @@ class Lowerer:
 
     def _static(self, t: Tree) -> Any:
         if isinstance(t, Tree) and t.data == "string":
-            return _unquote(t.children[0])
+            return _unquote(t.children[0], Span.of(t.meta))
         if isinstance(t, Tree) and t.data == "name" and str(t.children[0]) in ("chi2", "kl"):
             return str(t.children[0])
         node = self.expr(t)
@@ -920,7 +1130,7 @@ class Lowerer:
 
     def _const_float(self, t: Tree, what: str) -> float:
         v = self._const(t, what)
-        if np.ndim(v) != 0:
+        if sp.issparse(v) or np.ndim(v) != 0:
             raise ShapeError(f"{what} must be a scalar", Span.of(t.meta), code="E301")
         return float(v)
 
@@ -928,6 +1138,8 @@ class Lowerer:
         v = self._const_float(t, what)
         if not float(v).is_integer():
             raise ShapeError(f"{what} must be an integer, got {v:g}", Span.of(t.meta), code="E301")
+        if abs(v) > MAX_DIM:
+            raise ShapeError(f"{what} of {v:g} is out of any range", Span.of(t.meta), code="E301")
         return int(v)
 
     def _scalar(self, node: Node, what: str) -> Node:
@@ -1006,19 +1218,124 @@ def _has_point(t: Tree) -> bool:
     return isinstance(t, Tree) and t.data == "number" and any(c in str(t.children[0]) for c in ".eE")
 
 
-def _unquote(tok: Token) -> str:
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+
+
+def _unquote(tok: Token, span: Span | None = None) -> str:
+    """A string literal's text, by the grammar's escapes: \\\\ \\" \\n \\t \\r (anything else is an error).
+
+    Never `unicode_escape` on user text: non-ASCII characters are kept as written.
+    """
     s = str(tok)[1:-1]
-    return s.encode("utf-8").decode("unicode_escape") if "\\" in s else s
+    if "\\" not in s:
+        return s
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\" and i + 1 < len(s):
+            nxt = s[i + 1]
+            if nxt not in _ESCAPES:
+                raise ParseError(
+                    f"unknown escape '\\{nxt}' in a string",
+                    span,
+                    hint='strings know \\\\, \\", \\n, \\t and \\r; write paths with / (or \\\\)',
+                    code="E110",
+                )
+            out.append(_ESCAPES[nxt])
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
 
 
-def _int(v: Any, span: Span) -> int:
-    if np.ndim(v) != 0 or not float(v).is_integer():
-        raise DataError(f"expected an integer, got {v}", span, code="E606")
-    return int(v)
+def _describe(v: Any) -> str:
+    if isinstance(v, str):
+        return f"the string '{D.snippet(v)}'"
+    if sp.issparse(v):
+        return f"a sparse matrix of shape {v.shape}"
+    if np.ndim(v) != 0:
+        return f"an array of shape {np.shape(v)}"
+    return f"{float(v):g}"
+
+
+def _real(
+    v: Any,
+    span: Span,
+    what: str,
+    lo: float = -np.inf,
+    hi: float = np.inf,
+    err: type[OptlangError] = DataError,
+    code: str = "E606",
+) -> float:
+    """A finite scalar number in [lo, hi] (strings, arrays, booleans and NaN/inf are refused)."""
+    if isinstance(v, (str, bool)) or v is None or sp.issparse(v) or np.ndim(v) != 0:
+        raise err(f"{what} must be a number, got {_describe(v)}", span, code=code)
+    x = float(v)
+    if not np.isfinite(x) or not lo <= x <= hi:
+        rng = f"at least {lo:g}" if hi == np.inf else f"between {lo:g} and {hi:g}"
+        raise err(f"{what} must be a finite number {rng}, got {x:g}", span, code=code)
+    return x
+
+
+def _int(
+    v: Any,
+    span: Span,
+    what: str = "this argument",
+    lo: float = 0,
+    hi: float = MAX_DIM,
+    err: type[OptlangError] = DataError,
+    code: str = "E606",
+) -> int:
+    """A whole number in [lo, hi], checked before anything is sized by it."""
+    x = _real(v, span, what, -np.inf, np.inf, err, code)
+    if not x.is_integer():
+        raise err(f"{what} must be a whole number, got {x:g}", span, code=code)
+    if not lo <= x <= hi:
+        raise err(f"{what} must be between {_fmt(lo)} and {_fmt(hi)}, got {_fmt(x)}", span, code=code)
+    return int(x)
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 
 def _opt_int(v: Any, span: Span) -> int | None:
-    return None if v is None else _int(v, span)
+    return None if v is None else _int(v, span, "the seed", 0, 2**63 - 1)
+
+
+def _has_zero(v: Any) -> bool:
+    if sp.issparse(v):
+        return v.nnz < v.shape[0] * v.shape[1] or bool(np.any(v.data == 0))
+    return bool(np.any(np.asarray(v) == 0))
+
+
+def _nnz(v: Any) -> float:
+    return float(v.nnz) if sp.issparse(v) else memory.dense_bytes(np.shape(v), 1.0)
+
+
+def estimate_bytes(atom: str, args: list[Node], typ: Type) -> float:
+    """Bytes an Op allocates: its result, plus dense copies of sparse operands an atom densifies.
+
+    Dense results count 8 bytes per element (broadcasts included: the result shape is the broadcast
+    one). Sparse results count the operands' stored entries; sparse @ sparse counts the exact upper
+    bound Σ_k nnz(A[:, k]) · nnz(B[k, :]).
+    """
+    vals = [a.value if isinstance(a, Const) else None for a in args]
+    sparse_in = [v for v in vals if v is not None and sp.issparse(v)]
+    if atom == "matmul" and len(sparse_in) == 2:
+        A, B = (sp.csc_matrix(vals[0]), sp.csr_matrix(vals[1]))
+        prod = float(np.dot(np.diff(A.indptr).astype(np.float64), np.diff(B.indptr).astype(np.float64)))
+        return 24.0 * prod + 8.0 * typ.shape[0]
+    if typ.sparse:
+        return 24.0 * sum(_nnz(v) for v in sparse_in) + 8.0 * (typ.shape[0] if typ.shape else 1)
+    out = memory.dense_bytes(typ.shape)
+    if atom not in ("matmul", "index", "cut", "quad", "mul", "div", "dot"):
+        out += sum(memory.dense_bytes(v.shape) for v in sparse_in)  # _dense() copies
+    elif atom in ("mul", "div", "dot") and sparse_in and not typ.sparse:
+        out += sum(memory.dense_bytes(v.shape) for v in sparse_in)
+    return out
 
 
 __all__ = ["lower_source", "KEYWORDS"]

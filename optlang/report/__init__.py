@@ -37,7 +37,9 @@ def write(obj: Any, path: str | Path, fmt: str = "html") -> Path:
     """Render and write the report (UTF-8); returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(render(obj, fmt), encoding="utf-8")
+    from optlang.guard import atomic_write_text
+
+    atomic_write_text(p, render(obj, fmt))  # a kill mid-write never leaves half a report
     return p
 
 

@@ -6,6 +6,8 @@ best objective, and the kind panels by their numbers (cut values, front sizes, r
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +19,23 @@ if TYPE_CHECKING:
 
 
 def _esc(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    """A table cell: HTML escaped (a model's text is untrusted), pipes and newlines neutralised."""
+    return _text(v).replace("|", "\\|")
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]#!~])")
+
+
+def _text(v: Any) -> str:
+    """Text from a model (names, messages) outside code blocks: no HTML, no Markdown markup, one line."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(v), quote=False)).replace("\r", " ").replace("\n", " ")
+
+
+def _fence(text: str, lang: str = "") -> list[str]:
+    """A fenced code block that the text cannot close (the fence outgrows any backtick run in it)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + lang, text, fence]
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -36,7 +54,7 @@ def render_comparison(c: Comparison) -> str:
     if c.time_limit_source:
         tl += f" (from {c.time_limit_source})"
     out = [
-        f"# optlang {c.command} — {c.model}",
+        f"# optlang {c.command} — {_text(c.model)}",
         "",
         f"kind **{c.kind}** · {c.sense} · repeats **{c.repeats}** (seeds {', '.join(map(str, c.seeds))}) · "
         f"time limit **{tl}** · device **{c.device}** · {c.created}",
@@ -44,7 +62,7 @@ def render_comparison(c: Comparison) -> str:
     ]
     flags = c.contradictions()
     if flags:
-        out += ["## Contradictions", ""] + [f"- **CONTRADICTION**: {f.sentence(c.sense)}" for f in flags] + [""]
+        out += ["## Contradictions", ""] + [f"- **CONTRADICTION**: {_text(f.sentence(c.sense))}" for f in flags] + [""]
     elif c.results:
         out += [
             "No contradictions: every claimed optimum and bound is consistent with every run's recomputed objective.",
@@ -60,8 +78,8 @@ def render_comparison(c: Comparison) -> str:
         "",
     ]
     for s in sums:
-        out += [f"- error ({s.backend}): {e}" for e in s.errors]
-    out += [f"- not run ({b}): {r}" for b, r in c.refused.items()]
+        out += [f"- error ({_text(s.backend)}): {_text(e)}" for e in s.errors]
+    out += [f"- not run ({_text(b)}): {_text(r)}" for b, r in c.refused.items()]
     out += [
         "",
         "## Convergence",
@@ -103,10 +121,10 @@ def render_comparison(c: Comparison) -> str:
         "",
     ]
     if c.plan:
-        out += ["## Plan", "", "```", c.plan, "```", ""]
-    out += ["## Model source", "", f"`{c.path}`", "", "```", c.source or "(source not available)", "```", ""]
+        out += ["## Plan", "", *_fence(c.plan), ""]
+    out += ["## Model source", "", _text(c.path), "", *_fence(c.source or "(source not available)"), ""]
     if c.latex:
-        out += ["## Mathematical form", "", "```latex", c.latex, "```", ""]
+        out += ["## Mathematical form", "", *_fence(c.latex, "latex"), ""]
     out += ["## Environment", "", table(("item", "value"), [(k, fmt.cell(v)) for k, v in c.environment.items()]), ""]
     return "\n".join(out)
 
@@ -178,7 +196,7 @@ def _panel(c: Comparison) -> list[str]:
 def render_bench(b: BenchReport) -> str:
     """The suite summary as Markdown (profile values at τ = 1, 2, 10 instead of the plot)."""
     out = [
-        f"# optlang bench — {b.suite}",
+        f"# optlang bench — {_text(b.suite)}",
         "",
         f"{len(b.models)} models · backends {', '.join(b.backends)} · seeds {', '.join(map(str, b.seeds))} · "
         f"time limit {'none' if b.time_limit is None else f'{b.time_limit:g} s'} · device {b.device} · "

@@ -107,7 +107,8 @@ class Neal(Backend):
             run(1)  # calibration read
             stagnation = Stagnation(options.patience)
             stop = "time_limit"
-            while not ctx.should_stop():
+            cap = math.inf if ctx.max_iter is None else int(ctx.max_iter)  # --max-iter caps the reads
+            while not ctx.should_stop() and reads < cap:
                 assert per_read is not None
                 if stagnation.update(best_E, ctx.elapsed()):
                     stop = "stagnated"
@@ -116,17 +117,20 @@ class Neal(Backend):
                 # limit, and end by 80% of what remains (a sampler call cannot be interrupted)
                 chunk_time = min(ctx.time_limit / 10, max(0.02, 0.5 * ctx.elapsed()))
                 k = int(min(ctx.remaining() * 0.8, max(chunk_time, per_read)) / max(per_read, 1e-9))
+                k = int(min(k, cap - reads))
                 if k < 1:
                     break
                 run(k)
         else:
-            run(max(1, options.num_reads))
+            run(max(1, min(options.num_reads, ctx.max_iter or options.num_reads)))
         assert best_s is not None
         E, chk = energy_check(problem, best_s, best_E)
         if ctx.interrupted:
             status, stop = Status.INTERRUPTED, "interrupted"
         elif stop == "time_limit":
             status = Status.TIME_LIMIT
+            if ctx.max_iter is not None and reads >= ctx.max_iter and not ctx.should_stop():
+                status, stop = Status.ITERATION_LIMIT, "iteration_limit"
         else:
             status = Status.FEASIBLE
         return RawSolution(

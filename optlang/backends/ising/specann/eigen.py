@@ -35,11 +35,20 @@ def _orth(X: torch.Tensor) -> torch.Tensor:
     return torch.linalg.qr(X, mode="reduced").Q
 
 
+class Breakdown(RuntimeError):
+    """The small eigenproblem or the orthonormalization failed (NaN/inf, no convergence)."""
+
+
 def _rayleigh_ritz(Q: torch.Tensor, AQ: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The k lowest Ritz pairs of the basis Q (small eigenproblem solved in float64)."""
     T = (Q.T @ AQ).double()
     T = (T + T.T) / 2
-    w, C = torch.linalg.eigh(T)
+    if not bool(torch.isfinite(T).all()):
+        raise Breakdown("non-finite Rayleigh quotient matrix")
+    try:
+        w, C = torch.linalg.eigh(T)
+    except RuntimeError as e:  # torch.linalg.LinAlgError: eigh did not converge
+        raise Breakdown(str(e)) from None
     return w[:k], C[:, :k].to(Q.dtype)
 
 
@@ -60,7 +69,11 @@ def lobpcg(
     k = X0.shape[1]
     X = _orth(X0)
     AX = A(X)
-    w, C = _rayleigh_ritz(X, AX, k)
+    try:
+        w, C = _rayleigh_ritz(X, AX, k)
+    except Breakdown:  # keep the start block: its Rayleigh quotients stand in for Ritz values
+        w = (X * AX).sum(dim=0).double().nan_to_num()
+        return EigResult(w, X, 0, float("inf"))
     X, AX = X @ C, AX @ C
     P: torch.Tensor | None = None
     res = float("inf")
@@ -71,9 +84,13 @@ def lobpcg(
         if res <= tol * scale or (stop is not None and stop()):
             return EigResult(w, X, it - 1, res)
         blocks = [X, R] if P is None else [X, R, P]
-        Q = _orth(torch.cat(blocks, dim=1))
-        AQ = A(Q)
-        w, C = _rayleigh_ritz(Q, AQ, k)
+        try:
+            Q = _orth(torch.cat(blocks, dim=1))
+            AQ = A(Q)
+            w_new, C = _rayleigh_ritz(Q, AQ, k)
+        except (Breakdown, RuntimeError):  # a numerical breakdown: the last good block is the answer
+            return EigResult(w, X, it - 1, res)
+        w = w_new
         Xn = Q @ C
         AXn = AQ @ C
         # the search direction: the new iterate's component outside the old X block
