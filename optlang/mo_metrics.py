@@ -26,6 +26,18 @@ def dominates(a: np.ndarray, b: np.ndarray, tol: float = 0.0) -> bool:
     return bool(np.all(a <= b + tol) and np.any(a < b - tol))
 
 
+def strictly_dominating_count(seen: np.ndarray, f: np.ndarray, tol: float) -> int:
+    """How many rows of `seen` are better than f in *every* objective by more than tol.
+
+    The sound test of a weak-Pareto claim: Pareto domination with a tolerance ("≤ f + tol everywhere,
+    < f − tol somewhere") counts a front neighbour slightly worse in one objective as dominating.
+    """
+    seen = np.atleast_2d(np.asarray(seen, dtype=np.float64))
+    if seen.size == 0:
+        return 0
+    return int(np.sum(np.all(seen < np.asarray(f, dtype=np.float64) - tol, axis=1)))
+
+
 def nondominated_mask(F: np.ndarray) -> np.ndarray:
     """Boolean mask of the rows of F (n, m) that no other row dominates (of equal rows, the first kept)."""
     F = np.asarray(F, dtype=np.float64)

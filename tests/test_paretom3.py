@@ -266,3 +266,83 @@ def test_refusals_limits_and_divergence() -> None:
         backend.make_options({"rho": 3})
     with pytest.raises(OptionError, match="guard"):
         backend.solve(problem, ParetoM3Options(guard="maybe"), RunContext(seed=0))
+
+
+# ----------------------------------------------------------------------------- documented examples, end to end
+
+LANGUAGE_MD_ZDT1 = """var x[5] in [0, 1]
+let g = 1 + 9 * mean(x[1:])
+minimize {
+  f1: x[0]
+  f2: g * (1 - sqrt(x[0] / g))
+}
+prefer (f1 - 0.3)^2 + (f2 - 0.3)^2
+"""
+
+TWO_QUADRATICS = """var x[2]
+minimize {
+  f1: x[0]^2 + x[1]^2
+  f2: (x[0] - 1)^2 + x[1]^2
+}
+prefer (x[0] - 0.5)^2 + (x[1] - 1)^2
+"""
+
+
+def zdt1_distance_answer() -> float:
+    """The 1-D exact answer of min (f1 − 0.3)² + (1 − √f1 − 0.3)² on the ZDT1 front (g = 1)."""
+    r = minimize_scalar(
+        lambda t: (t - 0.3) ** 2 + (1 - math.sqrt(t) - 0.3) ** 2,
+        bounds=(0, 1),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
+    return float(r.fun)
+
+
+def test_language_md_zdt1_example_passes_every_check() -> None:
+    """docs/language.md's example: the right answer used to fail `not_dominated_by_seen` (a front neighbour
+    slightly worse in f1 and better in f2 by more than the tolerance counted as dominating)."""
+    from optlang.api import parse
+
+    res = parse(LANGUAGE_MD_ZDT1).solve()
+    assert res.status == Status.CONVERGED
+    assert all(c.passed for c in res.checks), [c for c in res.checks if not c.passed]
+    assert res.objective == pytest.approx(zdt1_distance_answer(), abs=1e-8)
+
+
+def test_two_quadratics_default_converges_to_1e4() -> None:
+    """Written from the docs with defaults: stops on stationarity (not the budget) at (0.5, 0)."""
+    from optlang.api import parse
+
+    res = parse(TWO_QUADRATICS).solve()
+    assert res.status == Status.CONVERGED
+    assert np.allclose(res.values["x"], [0.5, 0.0], atol=1e-4)
+    assert res.info["stationarity"] <= 1e-7 and res.info["returned"] == "polished"
+    assert res.info["stopped"] == "converged"
+    assert all(c.passed for c in res.checks)
+
+
+def test_polish_stationarity_measure() -> None:
+    """The polish's tangential stationarity is 0 at the answer and clearly positive off it."""
+    from optlang.backends.mo_polish import _Flat, polish  # noqa: F401
+
+    problem = quadratics([np.array([0.0, 0.0]), np.array([1.0, 0.0])], np.array([0.5, 1.0]))
+    r = polish(problem, {"x": np.array([0.8, 0.01])}, maxiter=0)
+    assert r is not None and r.stationarity > 1e-3  # no SLSQP step: x = (0.8, 0.01) is not preferred
+    r = polish(problem, {"x": np.array([0.8, 0.01])})
+    assert r is not None and r.stationarity < 1e-10 and np.allclose(r.values["x"], [0.5, 0.0], atol=1e-9)
+
+
+def test_domination_check_rule_on_a_front_neighbour() -> None:
+    """The case of the false alarm: a ZDT1 front neighbour of the right answer (worse in f1 by less than
+    the tolerance, better in f2 by more) is not a witness against weak Pareto optimality."""
+    from optlang.mo_metrics import strictly_dominating_count
+
+    t = 0.0132968  # f1 of a point on ZDT1's steep part, where a tiny step in f1 buys a large one in f2
+    f = np.array([t, 1 - math.sqrt(t)])
+    d = 8e-6
+    neighbour = np.array([t + d, 1 - math.sqrt(t + d)])  # f2 better by ≈ 3.5e-5 > tol = 1.4e-5
+    tol = 1.4e-5
+    assert dominates(neighbour, f, tol)  # the old rule's verdict: a false alarm
+    assert strictly_dominating_count(neighbour[None], f, tol) == 0
+    assert strictly_dominating_count(np.array([f - 2 * tol, f + 1.0]), f, tol) == 1  # a real witness

@@ -1,0 +1,235 @@
+"""Local polish of a preferred Pareto point: min φ over the Pareto-critical manifold, by SLSQP in float64.
+
+A point x is Pareto critical (box domains) when some λ ∈ Δ makes the reduced gradient of Σ λ_i F_i
+vanish. Near the answer of the M³ loop, the preferred point solves the smooth equality-constrained
+problem in (x_free, λ)
+
+    min φ(x)  s.t.  ∇_free (Σ λ_i F_i)(x) = 0,  Σ λ_i = 1,  λ ≥ 0,  lo ≤ x_free ≤ hi,
+
+where the coordinates sitting on a box bound that Σλ∇F pushes against are fixed there. Its
+first-order measure — the norm of ∇φ projected onto the manifold's tangent space (the null space of
+the constraint Jacobian [H_λ, Jᵀ; 0, 1ᵀ]) — is the `stationarity` that ends a ParetoM³ solve as
+`converged`. Only box and free variables, and at most `max_dim` free coordinates, are polished
+(Hessians are formed); anything else returns None and the loop's own stop decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from scipy.linalg import null_space
+from scipy.optimize import minimize
+
+from optlang.problem import MultiObjectiveProblem
+
+
+@dataclass
+class Polished:
+    """A polished point: its values, multipliers, constraint residual and tangential stationarity."""
+
+    values: dict[str, np.ndarray]
+    lam: np.ndarray
+    residual: float  # ‖∇_free Σλ F‖ / (1 + max‖∇F_i‖)
+    stationarity: float  # ‖P_T ∇φ‖ / (1 + ‖∇φ‖)
+    iterations: int
+    evaluations: int  # point evaluations with gradient (Hessian products counted as one per coordinate)
+
+
+class _Flat:
+    """Maps a flat float64 vector to the problem's variables (box and free domains only)."""
+
+    def __init__(self, problem: MultiObjectiveProblem) -> None:
+        self.vars = problem.variables
+        self.sizes = [int(np.prod(v.shape)) if v.shape else 1 for v in self.vars]
+        self.lo = np.concatenate(
+            [
+                np.full(s, v.domain.lo if v.domain.kind == "box" else -np.inf)
+                for v, s in zip(self.vars, self.sizes, strict=True)
+            ]
+        )
+        self.hi = np.concatenate(
+            [
+                np.full(s, v.domain.hi if v.domain.kind == "box" else np.inf)
+                for v, s in zip(self.vars, self.sizes, strict=True)
+            ]
+        )
+
+    def split(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        out, i = {}, 0
+        for v, s in zip(self.vars, self.sizes, strict=True):
+            out[v.name] = z[i : i + s].reshape(v.shape)
+            i += s
+        return out
+
+    def flat(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.asarray(values[v.name], dtype=np.float64).ravel() for v in self.vars])
+
+
+def polishable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
+    """True when every variable is box or free and the problem has at most `max_dim` scalars."""
+    if problem.preference is None or any(v.domain.kind not in ("box", "free") for v in problem.variables):
+        return False
+    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables) <= max_dim
+
+
+def polish(
+    problem: MultiObjectiveProblem, start: dict[str, np.ndarray], max_dim: int = 200, maxiter: int = 100
+) -> Polished | None:
+    """SLSQP on the Pareto-critical formulation from `start`; None when not applicable or it failed."""
+    if not polishable(problem, max_dim):
+        return None
+    fl = _Flat(problem)
+    fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+    pref = problem.preference.compile("cpu", torch.float64)
+    m = len(fns)
+    count = [0]
+
+    def jac_F(z: np.ndarray) -> np.ndarray:
+        zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
+        vals = fl.split(zt)
+        rows = [torch.autograd.grad(f(vals).reshape(()), zt, allow_unused=True)[0] for f in fns]
+        count[0] += 1
+        return np.stack([np.zeros(z.size) if r is None else r.numpy() for r in rows])
+
+    z0 = fl.flat(start)
+    if not np.all(np.isfinite(z0)):
+        return None
+    width = np.where(np.isfinite(fl.hi - fl.lo), fl.hi - fl.lo, 1.0 + np.abs(z0))
+    J0 = jac_F(z0)
+    if not np.all(np.isfinite(J0)):
+        return None
+    lam0 = _min_norm(J0)
+    g0 = lam0 @ J0
+    # fixed coordinates: on (or within 1e-3 of) a bound that the weighted gradient pushes against
+    at_lo = (z0 - fl.lo <= 1e-3 * width) & (g0 > 0)
+    at_hi = (fl.hi - z0 <= 1e-3 * width) & (g0 < 0)
+    fixed = at_lo | at_hi
+    z0 = np.where(at_lo, fl.lo, np.where(at_hi, fl.hi, z0))
+    free = np.flatnonzero(~fixed)
+    nf = free.size
+
+    def full(v: np.ndarray) -> np.ndarray:
+        z = z0.copy()
+        z[free] = v[:nf]
+        return z
+
+    def phi(v: np.ndarray) -> tuple[float, np.ndarray]:
+        zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
+        p = pref(fl.split(zt)).reshape(())
+        (g,) = torch.autograd.grad(p, zt, allow_unused=True)
+        count[0] += 1
+        g = torch.zeros_like(zt) if g is None else g
+        out = np.zeros(v.size)
+        out[:nf] = g.numpy()[free]
+        return float(p.detach()), out
+
+    def cons_parts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(∇_free Σλ F, H_λ[free, free], J[:, free]) at the point."""
+        zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
+        lam = torch.as_tensor(v[nf:], dtype=torch.float64)
+        vals = fl.split(zt)
+        Fs = torch.stack([f(vals).reshape(()) for f in fns])
+        J = torch.stack([torch.autograd.grad(Fs[i], zt, retain_graph=True, create_graph=True)[0] for i in range(m)])
+        gl = (lam[:, None] * J).sum(0)[free]
+        H = np.zeros((nf, nf))
+        for r in range(nf):
+            (h,) = torch.autograd.grad(gl[r], zt, retain_graph=True, allow_unused=True)
+            if h is not None:
+                H[r] = h.detach().numpy()[free]
+        count[0] += 1 + nf
+        return gl.detach().numpy(), H, J.detach().numpy()[:, free]
+
+    cache: dict[bytes, tuple] = {}
+
+    def parts(v: np.ndarray) -> tuple:
+        key = v.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = cons_parts(v)
+        return cache[key]
+
+    def c_fun(v: np.ndarray) -> np.ndarray:
+        gl, _, _ = parts(v)
+        return np.concatenate([gl, [v[nf:].sum() - 1.0]])
+
+    def c_jac(v: np.ndarray) -> np.ndarray:
+        _, H, Jf = parts(v)
+        top = np.concatenate([H, Jf.T], 1)
+        bottom = np.concatenate([np.zeros(nf), np.ones(m)])[None, :]
+        return np.concatenate([top, bottom], 0)
+
+    v0 = np.concatenate([z0[free], lam0])
+    bounds = [
+        (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+        for lo, hi in zip(fl.lo[free], fl.hi[free], strict=True)
+    ]
+    bounds += [(0.0, 1.0)] * m
+    try:
+        with np.errstate(all="ignore"):
+            res = minimize(
+                phi,
+                v0,
+                jac=True,
+                method="SLSQP",
+                bounds=bounds,
+                constraints=[{"type": "eq", "fun": c_fun, "jac": c_jac}],
+                options={"maxiter": maxiter, "ftol": 1e-14},
+            )
+    except (ValueError, np.linalg.LinAlgError, RuntimeError):
+        return None
+    v = np.asarray(res.x, dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        return None
+    v[:nf] = np.clip(v[:nf], fl.lo[free], fl.hi[free])
+    gl, H, Jf = cons_parts(v)
+    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(Jf))):
+        return None
+    lam = v[nf:]
+    residual = float(np.linalg.norm(gl) + abs(lam.sum() - 1.0)) / (1.0 + float(np.abs(Jf).max(initial=0.0)))
+    _, gphi = phi(v)
+    stationarity = _tangential(gphi[:nf], H, Jf, lam, fl.lo[free], fl.hi[free], v[:nf])
+    values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
+    return Polished(values, lam, residual, stationarity, int(res.nit), count[0])
+
+
+def _min_norm(J: np.ndarray) -> np.ndarray:
+    """λ ∈ Δ minimizing ‖λᵀJ‖ (projected gradient on the Gram matrix; m is small)."""
+    from optlang.backends.paretom3 import _min_norm_faces
+
+    G = J @ J.T
+    if J.shape[0] <= 5:
+        return _min_norm_faces(G[None])[0]
+    lam = np.full(J.shape[0], 1.0 / J.shape[0])
+    L = max(np.trace(G), 1e-300)
+    for _ in range(500):
+        lam = _proj_simplex(lam - G @ lam / L)
+    return lam
+
+
+def _proj_simplex(v: np.ndarray) -> np.ndarray:
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    k = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
+    return np.maximum(v - css[k] / (k + 1.0), 0.0)
+
+
+def _tangential(
+    g: np.ndarray, H: np.ndarray, Jf: np.ndarray, lam: np.ndarray, lo: Any, hi: Any, x: np.ndarray
+) -> float:
+    """‖∇φ projected on the tangent space of {∇Σλ F = 0, Σλ = 1}‖ / (1 + ‖∇φ‖), with the active
+    bounds (x on a box bound, λ_i = 0) held fixed."""
+    nf, m = H.shape[0], Jf.shape[0]
+    act_x = (x <= lo + 1e-12) | (x >= hi - 1e-12)
+    act_l = lam <= 1e-12
+    A = np.concatenate([np.concatenate([H, Jf.T], 1), np.concatenate([np.zeros(nf), np.ones(m)])[None, :]], 0)
+    fix = np.concatenate([act_x, act_l])
+    E = np.eye(nf + m)[fix]
+    A = np.concatenate([A, E], 0) if fix.any() else A
+    N = null_space(A, rcond=1e-10)
+    gg = np.concatenate([g, np.zeros(m)])
+    if N.size == 0:
+        return 0.0
+    return float(np.linalg.norm(N @ (N.T @ gg))) / (1.0 + float(np.linalg.norm(g)))
