@@ -29,7 +29,7 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.mo_polish import polish, polishable
 from optlang.backends.torch_vars import project
 from optlang.errors import OptionError
-from optlang.mo_metrics import directions, hypervolume, nondominated_mask, strictly_dominating_count
+from optlang.mo_metrics import hypervolume, nondominated_mask, strictly_dominating_count
 from optlang.problem import MultiObjectiveProblem, Variable
 
 # ----------------------------------------------------------------------------- shared machinery
@@ -208,19 +208,30 @@ class Archive:
         if not ok.any():
             return
         self.seen += int(ok.sum())
+        if self.F.size:  # drop new points that a kept point weakly dominates (vectorized pre-filter)
+            covered = np.zeros(Fn.shape[0], dtype=bool)
+            for i0 in range(0, self.F.shape[0], 4096):
+                Fk = self.F[i0 : i0 + 4096]
+                covered |= np.all(Fk[None, :, :] <= Fn[:, None, :], axis=2).any(1)
+            ok &= ~covered
+            if not ok.any():
+                return
         Fn = Fn[ok]
         Xn = {k: v.detach().to("cpu", torch.float64).numpy()[ok] for k, v in X.items()} if self.keep_points else None
+        own = nondominated_mask(Fn)  # the new batch among itself (small)
+        Fn = Fn[own]
+        Xn = {k: v[own] for k, v in Xn.items()} if Xn is not None else None
         if self.F.size == 0:
-            allF, allX = Fn, Xn
-        else:
-            allF = np.concatenate([self.F, Fn])
-            allX = (
-                {k: np.concatenate([self.X[k], Xn[k]]) for k in Xn} if (Xn is not None and self.X is not None) else None
-            )
-        mask = nondominated_mask(allF)
-        self.F = allF[mask]
-        if allX is not None:
-            self.X = {k: v[mask] for k, v in allX.items()}
+            self.F, self.X = Fn, Xn
+            return
+        # kept points that a new one dominates leave (vectorized; the new ones are not weakly dominated)
+        gone = np.zeros(self.F.shape[0], dtype=bool)
+        for i0 in range(0, Fn.shape[0], 256):
+            Fb = Fn[i0 : i0 + 256][:, None, :]
+            gone |= (np.all(Fb <= self.F[None], axis=2) & np.any(Fb < self.F[None], axis=2)).any(0)
+        self.F = np.concatenate([self.F[~gone], Fn])
+        if Xn is not None and self.X is not None:
+            self.X = {k: np.concatenate([self.X[k][~gone], Xn[k]]) for k in Xn}
             if sum(v.size for v in self.X.values()) > self.max_floats:
                 self.keep_points, self.X = False, None
         else:
@@ -238,13 +249,21 @@ class Archive:
 
 
 def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
-    """Indices of at most k front points, spread by greedy farthest-point selection (extremes first)."""
+    """Indices of the front points kept in info["front"]: all when k ≤ 0 or the front has at most k.
+
+    Otherwise, for 2 objectives, the points of least exclusive hypervolume are removed one at a time
+    (reference: nadir + 10 % of the range; the two extremes are always kept), which keeps the subset's
+    hypervolume as high as a greedy removal can; for 3+ objectives, greedy farthest-point selection in
+    the normalized objective space (extremes first), which keeps the spread.
+    """
     n = F.shape[0]
-    if n <= k:
+    if k <= 0 or n <= k:
         return np.arange(n)
+    if F.shape[1] == 2:
+        return _hv_greedy_2d(F, max(k, 2))
     span = F.max(0) - F.min(0)
     Z = (F - F.min(0)) / np.where(span > 0, span, 1.0)
-    chosen = list(dict.fromkeys(int(i) for i in np.argmin(Z, axis=0)))
+    chosen = list(dict.fromkeys(int(i) for i in np.argmin(Z, axis=0)))[:k]
     d = np.min(((Z[:, None, :] - Z[chosen][None, :, :]) ** 2).sum(-1), axis=1)
     while len(chosen) < k:
         i = int(np.argmax(d))
@@ -253,10 +272,43 @@ def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
     return np.sort(np.asarray(chosen))
 
 
+def _hv_greedy_2d(F: np.ndarray, k: int) -> np.ndarray:
+    """Remove the least exclusive-hypervolume contributor of a 2-D non-dominated set until k remain."""
+    order = np.argsort(F[:, 0])
+    P = F[order]
+    ref = hv_reference(P)
+    alive = list(range(P.shape[0]))
+
+    def contrib(j: int) -> float:
+        i = alive[j]
+        left_f2 = P[alive[j - 1], 1] if j > 0 else ref[1]
+        right_f1 = P[alive[j + 1], 0] if j + 1 < len(alive) else ref[0]
+        if j == 0 or j + 1 == len(alive):
+            return np.inf
+        return float((right_f1 - P[i, 0]) * (left_f2 - P[i, 1]))
+
+    c = [contrib(j) for j in range(len(alive))]
+    while len(alive) > k:
+        j = int(np.argmin(c))
+        del alive[j], c[j]
+        for jj in (j - 1, j):
+            if 0 <= jj < len(alive):
+                c[jj] = contrib(jj)
+    return np.sort(order[np.asarray(alive)])
+
+
+def front_rule(n: int, k: int, m: int) -> str:
+    """The sentence saying which front points info["front"] holds."""
+    if k <= 0 or n <= k:
+        return f"all {n} non-dominated evaluated points"
+    how = "least hypervolume contributors removed greedily" if m == 2 else "greedy farthest-point spread"
+    return f"{k} of {n} non-dominated evaluated points ({how}; front_max = {k})"
+
+
 def front_info(
     names: list[str], F: np.ndarray, pts: list[dict[str, np.ndarray]] | None, k: int
 ) -> list[dict[str, Any]]:
-    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}]."""
+    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}] (see front_rule)."""
     out = []
     for i in subsample_front(F, k):
         row: dict[str, Any] = {"objectives": {n: float(F[i, j]) for j, n in enumerate(names)}}
@@ -698,9 +750,22 @@ class ParetoM3Options:
     starts: int = 1  # independent starts in preference mode (the best weakly Pareto one is returned)
     merit_iters: int = 150  # inner maximization steps for the reported merit u(x)
     merit_tol: float = 1e-4  # u(x) ≤ merit_tol · (1 + max|F|) counts as weakly Pareto in the check
-    front_points: int = 20  # reference directions swept without a preference
-    front_iters: int = 400  # iterations per swept direction (all directions run as one batch)
-    front_max: int = 100  # at most this many points in info["front"]
+    front_points: int = 0  # about this many Das-Dennis reference directions (stage 0); 0 = 40 for 2 objectives, else 20
+    front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
+    front_evals: int = 4000  # point-evaluation budget of the whole front (stage 0 gets at most half); 0 = none
+    front_tol: float = 1e-4  # stage 0 ends when no achievement value moved more than this over 10 iterations
+    front_resolution: float = 0.02  # refinement ends when every neighbour edge is shorter (normalized objectives)
+    refine_iters: int = 3  # steps of each refinement point (all of a round as one batch)
+    refine_lr: float = 0.25  # the refinement's Adam rate, as a fraction of front_lr
+    front_lr: float = 0.08  # Adam rate of the rays (domain units)
+    front_scalar: str = (
+        "auto"  # "pbi" (d1 + θ d2) | "chebyshev" (augmented, smoothed) | "auto": chebyshev for 2, pbi for 3+
+    )
+    front_theta: float = 5.0  # PBI's penalty on the distance to the ray
+    front_tau: float = 1e-3  # logsumexp smoothing of the Chebyshev achievement (normalized units)
+    front_alpha: float = 1e-3  # augmentation weight Σ a_i (keeps ray points Pareto, not only weakly)
+    front_delta: float = 1e-2  # direction components are at least this (extreme rays stay finite)
+    front_max: int = 0  # points in info["front"]: 0 = the whole non-dominated archive; k > 0 = k kept by HV
     tol: float = 1e-6  # early stop: relative change of x and φ over 50 iterations below tol
     polish: bool = True  # polish the preferred point by SLSQP on the Pareto-critical system (box/free variables)
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
@@ -860,57 +925,36 @@ class ParetoM3(Backend):
             checks=checks,
         )
 
-    # --- without a preference: a swept front
+    # --- without a preference: the front by rays along reference directions, refined where it has gaps
     def _front(self, problem: MultiObjectiveProblem, o: ParetoM3Options, ctx: RunContext) -> RawSolution:
-        m = len(problem.objectives)
+        from optlang.backends.mo_front import sweep
+
         names = [n for n, _ in problem.objectives]
         archive = Archive()
-        loop = M3Loop(problem, o, ctx, archive)
-        iters = ctx.max_iter if ctx.max_iter is not None else o.front_iters
-        # 1) anchors: nearly lexicographic minimizers of each objective give the ideal and nadir points
-        E = torch.eye(m, dtype=ctx.dtype, device=ctx.device)
-        W_anchor = E + 0.2
-
-        def anchor_pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
-            W = W_anchor if sel is None else W_anchor[sel]
-            return (W * out[:, :m]).sum(1)
-
-        run_a = loop.run(batched_init(problem.variables, m, ctx, offset=1), anchor_pref, iters, archive_every=5)
-        with torch.no_grad():
-            Fa = loop.evy(run_a.X)[:, :m].cpu().numpy().astype(np.float64)
-        seen = archive.all()
-        ideal = np.minimum(seen[nondominated_mask(seen)].min(0), Fa.min(0)) if seen.size else Fa.min(0)
-        nadir = Fa.max(0)
-        span = np.where(nadir - ideal > 1e-9, nadir - ideal, 1.0)
-        # 2) the sweep: preference ‖(F − r_k)/span‖² for references r_k on the ideal–nadir simplex
-        W = directions(o.front_points, m)
-        R = torch.as_tensor(ideal + W * span, dtype=ctx.dtype, device=ctx.device)
-        S = torch.as_tensor(span, dtype=ctx.dtype, device=ctx.device)
-
-        def sweep_pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
-            Rk = R if sel is None else R[sel]
-            return (((out[:, :m] - Rk) / S) ** 2).sum(1)
-
-        run = loop.run(batched_init(problem.variables, W.shape[0], ctx, offset=2), sweep_pref, iters, archive_every=5)
+        ev = BatchEval(problem, ctx, with_preference=False)
+        fr = sweep(problem, o, ctx, archive, ev)
         Ff, pts = archive.front()
-        evals = loop.evaluations()
+        ideal, nadir = fr.ideal, fr.nadir
+        span = np.where(nadir - ideal > 1e-12, nadir - ideal, 1.0)
         knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))
-        if pts is not None:
-            values = {k: np.asarray(v, dtype=np.float64) for k, v in pts[knee].items()}
-        else:
-            values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in run.Y.items()}
+        values = {k: np.asarray(v, dtype=np.float64) for k, v in pts[knee].items()} if pts is not None else {}
         info: dict[str, Any] = {
             "front": front_info(names, Ff, pts, o.front_max),
             "front_size": int(Ff.shape[0]),
+            "front_rule": front_rule(Ff.shape[0], o.front_max, len(names)),
             "ideal": ideal.tolist(),
             "nadir": nadir.tolist(),
-            "directions": int(W.shape[0]),
-            "evaluations": int(evals),
+            "directions": fr.directions,
+            "solutions": fr.solutions,
+            "refinements": fr.refinements,
+            "gaps": fr.gaps,
+            "stage0_iterations": fr.stage0_iterations,
+            "evaluations": int(fr.evaluations),
             "evaluation_unit": "one point evaluation = the objective vector at one point, with or without its gradient",
-            "stopped": run.stopped,
-            "vmap": bool(loop.evy.vmap_ok),
+            "stopped": fr.stopped,
+            "vmap": bool(ev.vmap_ok),
         }
-        if m <= 3 and Ff.shape[0]:
+        if len(names) <= 3 and Ff.shape[0]:
             ref = hv_reference(Ff)
             info["hypervolume"] = hypervolume(Ff, ref)
             info["hv_reference"] = ref.tolist()
@@ -921,10 +965,10 @@ class ParetoM3(Backend):
             )
         }
         return RawSolution(
-            status=_status(run.stopped, ctx),
+            status=_status(fr.stopped, ctx),
             values=values,
             objective=None,
-            iterations=run.iterations + run_a.iterations,
+            iterations=fr.iterations,
             history=list(ctx.history),
             info=info,
             checks=checks,
