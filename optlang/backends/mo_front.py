@@ -71,7 +71,9 @@ class _Batch:
         self.opt = ProjectedAdam(self.X, scales, lr)
         self.m = W.shape[1]
 
-    def step(self, z: torch.Tensor, s: torch.Tensor, factor: float, archive: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def step(
+        self, z: torch.Tensor, s: torch.Tensor, factor: float, archive: Any
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """One step; returns (F, achievement) before the step, or None when F is not finite."""
         from optlang.backends.paretom3 import _nan0, batched_project_, safe_grads
 

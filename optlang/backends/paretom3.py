@@ -29,7 +29,7 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.mo_polish import polish, polishable
 from optlang.backends.torch_vars import project
 from optlang.errors import OptionError
-from optlang.mo_metrics import hypervolume, nondominated_mask, strictly_dominating_count
+from optlang.mo_metrics import compare_matrices, hypervolume, nondominated_mask, strictly_dominating_count
 from optlang.problem import MultiObjectiveProblem, Variable
 
 # ----------------------------------------------------------------------------- shared machinery
@@ -211,8 +211,7 @@ class Archive:
         if self.F.size:  # drop new points that a kept point weakly dominates (vectorized pre-filter)
             covered = np.zeros(Fn.shape[0], dtype=bool)
             for i0 in range(0, self.F.shape[0], 4096):
-                Fk = self.F[i0 : i0 + 4096]
-                covered |= np.all(Fk[None, :, :] <= Fn[:, None, :], axis=2).any(1)
+                covered |= compare_matrices(self.F[i0 : i0 + 4096], Fn)[0].any(0)
             ok &= ~covered
             if not ok.any():
                 return
@@ -227,8 +226,8 @@ class Archive:
         # kept points that a new one dominates leave (vectorized; the new ones are not weakly dominated)
         gone = np.zeros(self.F.shape[0], dtype=bool)
         for i0 in range(0, Fn.shape[0], 256):
-            Fb = Fn[i0 : i0 + 256][:, None, :]
-            gone |= (np.all(Fb <= self.F[None], axis=2) & np.any(Fb < self.F[None], axis=2)).any(0)
+            le, lt = compare_matrices(Fn[i0 : i0 + 256], self.F)
+            gone |= (le & lt).any(0)
         self.F = np.concatenate([self.F[~gone], Fn])
         if Xn is not None and self.X is not None:
             self.X = {k: np.concatenate([self.X[k][~gone], Xn[k]]) for k in Xn}
