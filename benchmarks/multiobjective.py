@@ -185,6 +185,8 @@ def part1(quick: bool, have_pymoo: bool, seeds: list[int]) -> None:
             print(f"| {label} | {seed} | {ratio} |")
 
 
+PM3_SET: dict = {}  # paretom3 options for part 2 (--set)
+
 FRONT_PROBLEMS = [
     # name, pymoo name, which, n, m
     ("zdt1", "zdt1", 1, 30, 2),
@@ -296,7 +298,7 @@ def part2(quick: bool, have_pymoo: bool, seed: int, only: list[str] | None = Non
         rows = []
         t = time.perf_counter()
         backend = ParetoM3()
-        raw = backend.solve(problem, backend.make_options({}), RunContext(seed=seed))
+        raw = backend.solve(problem, backend.make_options(PM3_SET), RunContext(seed=seed))
         secs = time.perf_counter() - t
         F = np.array([[p["objectives"][f"f{i + 1}"] for i in range(m)] for p in raw.info["front"]])
         evals = int(raw.info["evaluations"])
@@ -348,6 +350,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one seed, smaller budgets (a few minutes)")
     ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--set", action="append", default=[], help="part 2: a paretom3 option KEY=VALUE (repeatable)")
+    ap.add_argument("--no-pymoo", action="store_true", help="skip the pymoo columns")
     ap.add_argument("--only", default="", help="part 2: comma-separated problems (zdt1,...,dtlz2-5)")
     args = ap.parse_args()
     try:
@@ -358,6 +362,16 @@ def main() -> None:
         have_pymoo = False
         print("pymoo is not installed: NSGA-II columns are skipped (pip install 'optlang-dsl[anchors]')")
     torch.set_num_threads(1)
+    for kv in args.set:
+        key, val = kv.split("=", 1)
+        try:
+            PM3_SET[key] = int(val)
+        except ValueError:
+            try:
+                PM3_SET[key] = float(val)
+            except ValueError:
+                PM3_SET[key] = val
+    have_pymoo = have_pymoo and not args.no_pymoo
     seeds = [0] if args.quick else [0, 1]
     print(f"# multiobjective benchmark ({'quick' if args.quick else 'full'}), torch {torch.__version__}, CPU")
     if args.part in ("1", "all"):

@@ -82,8 +82,7 @@ class _Batch:
         if not bool(torch.isfinite(F.detach()).all()):
             return None
         q = (F - z) / s
-        scalar = self.o.front_scalar if self.o.front_scalar != "auto" else ("chebyshev" if self.m == 2 else "pbi")
-        if scalar == "pbi":  # d1 along the ray + θ · distance to it (smoothed)
+        if self.o.front_scalar == "pbi":  # d1 along the ray + θ · distance to it (smoothed)
             u = self.W / self.W.norm(dim=1, keepdim=True)
             d1 = (q * u).sum(1)
             d2 = torch.sqrt(((q - d1[:, None] * u) ** 2).sum(1) + self.o.front_tau**2)
@@ -124,7 +123,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     from optlang.backends.paretom3 import batched_init, cosine
 
     m = len(problem.objectives)
-    W = directions(o.front_points if o.front_points > 0 else (40 if m == 2 else 20), m)
+    W = directions(o.front_points if o.front_points > 0 else {2: 40, 3: 36}.get(m, 70), m)
     K = W.shape[0]
     budget = o.front_evals if o.front_evals > 0 else 10**12
     iters0 = ctx.max_iter if ctx.max_iter is not None else o.front_iters

@@ -749,17 +749,15 @@ class ParetoM3Options:
     starts: int = 1  # independent starts in preference mode (the best weakly Pareto one is returned)
     merit_iters: int = 150  # inner maximization steps for the reported merit u(x)
     merit_tol: float = 1e-4  # u(x) ≤ merit_tol · (1 + max|F|) counts as weakly Pareto in the check
-    front_points: int = 0  # about this many Das-Dennis reference directions (stage 0); 0 = 40 for 2 objectives, else 20
+    front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
-    front_evals: int = 4000  # point-evaluation budget of the whole front (stage 0 gets at most half); 0 = none
+    front_evals: int = 4000  # point-evaluation budget of the whole front (stage 0 gets at most 60 %); 0 = none
     front_tol: float = 1e-4  # stage 0 ends when no achievement value moved more than this over 10 iterations
     front_resolution: float = 0.02  # refinement ends when every neighbour edge is shorter (normalized objectives)
     refine_iters: int = 3  # steps of each refinement point (all of a round as one batch)
     refine_lr: float = 0.25  # the refinement's Adam rate, as a fraction of front_lr
     front_lr: float = 0.08  # Adam rate of the rays (domain units)
-    front_scalar: str = (
-        "auto"  # "pbi" (d1 + θ d2) | "chebyshev" (augmented, smoothed) | "auto": chebyshev for 2, pbi for 3+
-    )
+    front_scalar: str = "chebyshev"  # ray scalarization: "chebyshev" (augmented, smoothed) | "pbi" (d1 + θ d2)
     front_theta: float = 5.0  # PBI's penalty on the distance to the ray
     front_tau: float = 1e-3  # logsumexp smoothing of the Chebyshev achievement (normalized units)
     front_alpha: float = 1e-3  # augmentation weight Σ a_i (keeps ray points Pareto, not only weakly)
@@ -791,6 +789,10 @@ class ParetoM3(Backend):
         if options.lambda_x not in ("minnorm_y", "minnorm_x", "gap"):
             raise OptionError(
                 "lambda_x", f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}"
+            )
+        if options.front_scalar not in ("chebyshev", "pbi"):
+            raise OptionError(
+                "front_scalar", f"front_scalar must be 'chebyshev' or 'pbi', not {options.front_scalar!r}"
             )
         if options.guard not in ("dominance", "hinge", "none"):
             raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
