@@ -378,3 +378,23 @@ def test_domination_check_rule_on_a_front_neighbour() -> None:
     assert dominates(neighbour, f, tol)  # the old rule's verdict: a false alarm
     assert strictly_dominating_count(neighbour[None], f, tol) == 0
     assert strictly_dominating_count(np.array([f - 2 * tol, f + 1.0]), f, tol) == 1  # a real witness
+
+
+def test_preferred_point_on_a_simplex_variable_converges() -> None:
+    """Simplex domains are polished too (a multiplier per simplex): F = distances to two vertices, the
+    Pareto set is the edge between them, φ = (w₀ − 0.3)² + (w₂ − 0.5)² gives w* = (0.3, 0.7, 0)."""
+    from optlang.api import parse
+
+    res = parse(
+        """var w[3] in simplex
+minimize {
+  f1: (w[0] - 1)^2 + w[1]^2 + w[2]^2
+  f2: w[0]^2 + (w[1] - 1)^2 + w[2]^2
+}
+prefer (w[0] - 0.3)^2 + (w[2] - 0.5)^2
+"""
+    ).solve()
+    assert res.status == Status.CONVERGED and res.info["returned"] == "polished"
+    assert np.allclose(res.values["w"], [0.3, 0.7, 0.0], atol=1e-6)
+    assert res.objective == pytest.approx(0.25, abs=1e-8)
+    assert all(c.passed for c in res.checks)

@@ -16,7 +16,6 @@ the constraint Jacobian [H_λ, Jᵀ; 0, 1ᵀ]) — is the `stationarity` that en
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -57,6 +56,18 @@ class _Flat:
             ]
         )
 
+        # simplex variables: each is one group with Σ = 1 (its coordinates also lie in [0, 1])
+        self.grp = np.concatenate(
+            [
+                np.full(s, gi if v.domain.kind == "simplex" else -1)
+                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
+            ]
+        )
+        kinds = [v.domain.kind for v in self.vars]
+        self.groups = [gi for gi, k in enumerate(kinds) if k == "simplex"]
+        self.lo = np.where(self.grp >= 0, 0.0, self.lo)
+        self.hi = np.where(self.grp >= 0, 1.0, self.hi)
+
     def split(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
         out, i = {}, 0
         for v, s in zip(self.vars, self.sizes, strict=True):
@@ -69,8 +80,8 @@ class _Flat:
 
 
 def polishable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
-    """True when every variable is box or free and the problem has at most `max_dim` scalars."""
-    if problem.preference is None or any(v.domain.kind not in ("box", "free") for v in problem.variables):
+    """True when every variable is box, simplex or free and the problem has at most `max_dim` scalars."""
+    if problem.preference is None or any(v.domain.kind not in ("box", "free", "simplex") for v in problem.variables):
         return False
     return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables) <= max_dim
 
@@ -106,10 +117,25 @@ def polish(
     # fixed coordinates: on (or within 1e-3 of) a bound that the weighted gradient pushes against
     at_lo = (z0 - fl.lo <= 1e-3 * width) & (g0 > 0)
     at_hi = (fl.hi - z0 <= 1e-3 * width) & (g0 < 0)
+    # simplex coordinates: KKT says g_j = ν on the support, g_j ≥ ν off it; fix the small ones with g_j > ν̂
+    insimplex = fl.grp >= 0
+    at_lo &= ~insimplex
+    at_hi &= ~insimplex
+    for gi in fl.groups:
+        idx = np.flatnonzero(fl.grp == gi)
+        big = idx[z0[idx] > 1e-3]
+        nu_hat = float(np.median(g0[big])) if big.size else float(g0[idx].min())
+        at_lo[idx] = (z0[idx] <= 1e-3) & (g0[idx] > nu_hat + 1e-9 * (1 + abs(nu_hat)))
     fixed = at_lo | at_hi
     z0 = np.where(at_lo, fl.lo, np.where(at_hi, fl.hi, z0))
+    for gi in fl.groups:  # back onto the simplex after zeroing
+        idx = np.flatnonzero(fl.grp == gi)
+        z0[idx] = z0[idx] / max(z0[idx].sum(), 1e-300)
     free = np.flatnonzero(~fixed)
     nf = free.size
+    G = len(fl.groups)
+    gfree = fl.grp[free]
+    E = np.stack([(gfree == gi).astype(np.float64) for gi in fl.groups], 1) if G else np.zeros((nf, 0))
 
     def full(v: np.ndarray) -> np.ndarray:
         z = z0.copy()
@@ -129,7 +155,7 @@ def polish(
     def cons_parts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(∇_free Σλ F, H_λ[free, free], J[:, free]) at the point."""
         zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
-        lam = torch.as_tensor(v[nf:], dtype=torch.float64)
+        lam = torch.as_tensor(v[nf : nf + m], dtype=torch.float64)
         vals = fl.split(zt)
         Fs = torch.stack([f(vals).reshape(()) for f in fns])
         J = torch.stack([torch.autograd.grad(Fs[i], zt, retain_graph=True, create_graph=True)[0] for i in range(m)])
@@ -152,21 +178,23 @@ def polish(
         return cache[key]
 
     def c_fun(v: np.ndarray) -> np.ndarray:
+        """[∇_free Σλ F − ν_group, Σ_group x − 1, Σλ − 1]."""
         gl, _, _ = parts(v)
-        return np.concatenate([gl, [v[nf:].sum() - 1.0]])
+        nu = v[nf + m :]
+        sums = E.T @ v[:nf] - 1.0
+        return np.concatenate([gl - E @ nu, sums, [v[nf : nf + m].sum() - 1.0]])
 
     def c_jac(v: np.ndarray) -> np.ndarray:
         _, H, Jf = parts(v)
-        top = np.concatenate([H, Jf.T], 1)
-        bottom = np.concatenate([np.zeros(nf), np.ones(m)])[None, :]
-        return np.concatenate([top, bottom], 0)
+        return constraint_jacobian(H, Jf, E)
 
-    v0 = np.concatenate([z0[free], lam0])
+    nu0 = np.array([float(np.mean(g0[free][gfree == gi])) if np.any(gfree == gi) else 0.0 for gi in fl.groups])
+    v0 = np.concatenate([z0[free], lam0, nu0])
     bounds = [
         (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
         for lo, hi in zip(fl.lo[free], fl.hi[free], strict=True)
     ]
-    bounds += [(0.0, 1.0)] * m
+    bounds += [(0.0, 1.0)] * m + [(None, None)] * G
     try:
         with np.errstate(all="ignore"):
             res = minimize(
@@ -184,13 +212,20 @@ def polish(
     if not np.all(np.isfinite(v)):
         return None
     v[:nf] = np.clip(v[:nf], fl.lo[free], fl.hi[free])
+    for gi in fl.groups:  # exactly on the simplex (SLSQP meets Σ = 1 to ~1e-15)
+        sel = gfree == gi
+        v[:nf][sel] = v[:nf][sel] / max(v[:nf][sel].sum(), 1e-300)
     gl, H, Jf = cons_parts(v)
     if not (np.all(np.isfinite(H)) and np.all(np.isfinite(Jf))):
         return None
-    lam = v[nf:]
-    residual = float(np.linalg.norm(gl) + abs(lam.sum() - 1.0)) / (1.0 + float(np.abs(Jf).max(initial=0.0)))
+    lam = v[nf : nf + m]
+    residual = float(np.abs(c_fun(v)).sum()) / (1.0 + float(np.abs(Jf).max(initial=0.0)))
     _, gphi = phi(v)
-    stationarity = _tangential(gphi[:nf], H, Jf, lam, fl.lo[free], fl.hi[free], v[:nf])
+    A = constraint_jacobian(H, Jf, E)
+    act = np.concatenate(
+        [(v[:nf] <= fl.lo[free] + 1e-12) | (v[:nf] >= fl.hi[free] - 1e-12), lam <= 1e-12, np.zeros(G, bool)]
+    )
+    stationarity = _tangential(gphi, A, act)
     values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
     return Polished(values, lam, residual, stationarity, int(res.nit), count[0])
 
@@ -216,20 +251,21 @@ def _proj_simplex(v: np.ndarray) -> np.ndarray:
     return np.maximum(v - css[k] / (k + 1.0), 0.0)
 
 
-def _tangential(
-    g: np.ndarray, H: np.ndarray, Jf: np.ndarray, lam: np.ndarray, lo: Any, hi: Any, x: np.ndarray
-) -> float:
-    """‖∇φ projected on the tangent space of {∇Σλ F = 0, Σλ = 1}‖ / (1 + ‖∇φ‖), with the active
-    bounds (x on a box bound, λ_i = 0) held fixed."""
-    nf, m = H.shape[0], Jf.shape[0]
-    act_x = (x <= lo + 1e-12) | (x >= hi - 1e-12)
-    act_l = lam <= 1e-12
-    A = np.concatenate([np.concatenate([H, Jf.T], 1), np.concatenate([np.zeros(nf), np.ones(m)])[None, :]], 0)
-    fix = np.concatenate([act_x, act_l])
-    E = np.eye(nf + m)[fix]
-    A = np.concatenate([A, E], 0) if fix.any() else A
+def constraint_jacobian(H: np.ndarray, Jf: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """Jacobian of [∇Σλ F − Eν, Eᵀx − 1, Σλ − 1] with respect to (x_free, λ, ν)."""
+    nf, m, G = H.shape[0], Jf.shape[0], E.shape[1]
+    top = np.concatenate([H, Jf.T, -E], 1)
+    mid = np.concatenate([E.T, np.zeros((G, m + G))], 1)
+    bottom = np.concatenate([np.zeros(nf), np.ones(m), np.zeros(G)])[None, :]
+    return np.concatenate([top, mid, bottom], 0)
+
+
+def _tangential(g: np.ndarray, A: np.ndarray, active: np.ndarray) -> float:
+    """‖∇φ projected on the null space of the constraint Jacobian A, with the active bounds (x on a
+    bound, λ_i = 0) held fixed‖ / (1 + ‖∇φ‖): zero at a first-order point of the polish problem."""
+    E = np.eye(A.shape[1])[active]
+    A = np.concatenate([A, E], 0) if active.any() else A
     N = null_space(A, rcond=1e-10)
-    gg = np.concatenate([g, np.zeros(m)])
     if N.size == 0:
         return 0.0
-    return float(np.linalg.norm(N @ (N.T @ gg))) / (1.0 + float(np.linalg.norm(g)))
+    return float(np.linalg.norm(N @ (N.T @ g))) / (1.0 + float(np.linalg.norm(g)))
