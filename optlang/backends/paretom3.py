@@ -753,7 +753,7 @@ class ParetoM3Options:
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
     front_evals: int = 4000  # point-evaluation budget of the whole front (stage 0 gets at most 60 %); 0 = none
     front_tol: float = 1e-4  # stage 0 ends when no achievement value moved more than this over 10 iterations
-    front_resolution: float = 0.02  # refinement ends when every neighbour edge is shorter (normalized objectives)
+    front_resolution: float = 0.01  # refinement ends when every neighbour edge is shorter (normalized objectives)
     refine_iters: int = 3  # steps of each refinement point (all of a round as one batch)
     refine_lr: float = 0.25  # the refinement's Adam rate, as a fraction of front_lr
     front_lr: float = 0.08  # Adam rate of the rays (domain units)
