@@ -15,6 +15,7 @@ the constraint Jacobian [H_λ, Jᵀ; 0, 1ᵀ]) — is the `stationarity` that en
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,9 +88,14 @@ def polishable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
 
 
 def polish(
-    problem: MultiObjectiveProblem, start: dict[str, np.ndarray], max_dim: int = 200, maxiter: int = 100
+    problem: MultiObjectiveProblem,
+    start: dict[str, np.ndarray],
+    max_dim: int = 200,
+    maxiter: int = 100,
+    stop: Callable[[], bool] | None = None,
 ) -> Polished | None:
-    """SLSQP on the Pareto-critical formulation from `start`; None when not applicable or it failed."""
+    """SLSQP on the Pareto-critical formulation from `start`; None when not applicable or it failed.
+    `stop()` (the run's time limit / interrupt) ends SLSQP early; the point is then judged as it is."""
     if not polishable(problem, max_dim):
         return None
     fl = _Flat(problem)
@@ -205,6 +211,7 @@ def polish(
                 bounds=bounds,
                 constraints=[{"type": "eq", "fun": c_fun, "jac": c_jac}],
                 options={"maxiter": maxiter, "ftol": 1e-14},
+                callback=None if stop is None else _stopper(stop),
             )
     except (ValueError, np.linalg.LinAlgError, RuntimeError):
         return None
@@ -228,6 +235,16 @@ def polish(
     stationarity = _tangential(gphi, A, act)
     values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
     return Polished(values, lam, residual, stationarity, int(res.nit), count[0])
+
+
+def _stopper(stop: Callable[[], bool]) -> Callable[..., None]:
+    """A SLSQP callback that ends the solve (StopIteration, scipy ≥ 1.11) once `stop()` is true."""
+
+    def cb(*_: object) -> None:
+        if stop():
+            raise StopIteration
+
+    return cb
 
 
 def _min_norm(J: np.ndarray) -> np.ndarray:

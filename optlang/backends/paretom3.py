@@ -820,7 +820,9 @@ class ParetoM3(Backend):
 
         def try_polish(start: dict[str, np.ndarray]) -> bool:
             """Polish from `start`; keep it when stationary and weakly Pareto by the inner merit."""
-            r = polish(problem, start, o.polish_max_dim)
+            if ctx.should_stop():
+                return False
+            r = polish(problem, start, o.polish_max_dim, stop=ctx.should_stop)
             pol_evals[1] += 1
             if r is None:
                 return False
