@@ -12,7 +12,10 @@ Each iteration: λ = softmin(G/τ) (closed-form entropic best response of the in
 the smoothed gap, y ← P(y − η_y Σ (λ_i + μ/m) ∇F_i(y)); x descends φ + ρ·(penalty), where the
 penalty force Σ λˣ_i ∇F_i(x) acts only where y dominates x (strictly, or weakly with a strict
 gain: the weak-Pareto guard), with λˣ the Danskin multipliers of y (the min-norm weights of y's
-reduced gradients); ρ follows a geometric schedule kept in a band relative to ‖∇φ‖.
+reduced gradients); ρ follows a geometric schedule kept in a band relative to ‖∇φ‖. Every
+`polish_every` iterations the best point is polished on the Pareto-critical system (mo_polish.py)
+and the solve ends `converged` once that polish is stationary and passes the merit test. Without a
+preference, the front comes from mo_front.py (rays along reference directions, refined at gaps).
 """
 
 from __future__ import annotations
