@@ -398,3 +398,22 @@ prefer (w[0] - 0.3)^2 + (w[2] - 0.5)^2
     assert np.allclose(res.values["w"], [0.3, 0.7, 0.0], atol=1e-6)
     assert res.objective == pytest.approx(0.25, abs=1e-8)
     assert all(c.passed for c in res.checks)
+
+
+def test_nonsmooth_model_checks_agree_with_the_merit_tolerance() -> None:
+    """|·| objectives (the polish does not apply): the answer within the merit tolerance of the Pareto
+    set passes both checks (the domination check shares the merit's tolerance)."""
+    from optlang.api import parse
+
+    res = parse(
+        """var x[2] in [-3, 3]
+minimize {
+  f1: abs(x[0]) + abs(x[1])
+  f2: abs(x[0] - 2) + abs(x[1])
+}
+prefer (x[0] - 1.5)^2 + (x[1] - 1)^2
+"""
+    ).solve()
+    assert res.objective == pytest.approx(1.0, abs=1e-3)
+    assert np.allclose(res.values["x"], [1.5, 0.0], atol=1e-3)
+    assert all(c.passed for c in res.checks), [c for c in res.checks if not c.passed]

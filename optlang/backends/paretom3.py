@@ -880,7 +880,7 @@ class ParetoM3(Backend):
             use_y[best] = False
         evals = loop.evaluations() + pol_evals[0]
         seen = archive.all()
-        tol_dom = 1e-5 * scale[best]
+        tol_dom = o.merit_tol * scale[best]  # the same tolerance as the merit test: both bound u(x) from below
         # the claim is weak Pareto optimality, so the sound test is strict domination by a margin: a seen
         # point better in *every* objective by more than tol. (Pareto domination with a tolerance, "≤ + tol
         # everywhere and < − tol somewhere", fails on correct answers: a front neighbour slightly worse in
