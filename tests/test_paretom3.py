@@ -417,3 +417,23 @@ prefer (x[0] - 1.5)^2 + (x[1] - 1)^2
     assert res.objective == pytest.approx(1.0, abs=1e-3)
     assert np.allclose(res.values["x"], [1.5, 0.0], atol=1e-3)
     assert all(c.passed for c in res.checks), [c for c in res.checks if not c.passed]
+
+
+def test_preferred_point_on_a_ball_boundary_converges() -> None:
+    """Ball domains are polished too (κ x on the sphere): the Pareto set is the unit circle's arc between
+    (1, 0) and (0, 1), so φ = ‖x − (0.6, 0.6)‖² is least at (1, 1)/√2."""
+    from optlang.api import parse
+
+    res = parse(
+        """var x[2] in ball(1)
+minimize {
+  f1: (x[0] - 2)^2 + x[1]^2
+  f2: x[0]^2 + (x[1] - 2)^2
+}
+prefer (x[0] - 0.6)^2 + (x[1] - 0.6)^2
+"""
+    ).solve()
+    assert res.status == Status.CONVERGED and res.info["returned"] == "polished"
+    assert np.allclose(res.values["x"], [math.sqrt(0.5)] * 2, atol=1e-6)
+    assert res.objective == pytest.approx(2 * (math.sqrt(0.5) - 0.6) ** 2, abs=1e-9)
+    assert all(c.passed for c in res.checks)

@@ -39,7 +39,7 @@ class Polished:
 
 
 class _Flat:
-    """Maps a flat float64 vector to the problem's variables (box and free domains only)."""
+    """Maps a flat float64 vector to the problem's variables, with their box / simplex / ball structure."""
 
     def __init__(self, problem: MultiObjectiveProblem) -> None:
         self.vars = problem.variables
@@ -68,6 +68,14 @@ class _Flat:
         self.groups = [gi for gi, k in enumerate(kinds) if k == "simplex"]
         self.lo = np.where(self.grp >= 0, 0.0, self.lo)
         self.hi = np.where(self.grp >= 0, 1.0, self.hi)
+        # ball variables: ‖x‖ ≤ r, one group each
+        self.bgrp = np.concatenate(
+            [
+                np.full(s, gi if v.domain.kind == "ball" else -1)
+                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
+            ]
+        )
+        self.balls = [(gi, float(v.domain.radius)) for gi, v in enumerate(self.vars) if v.domain.kind == "ball"]
 
     def split(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
         out, i = {}, 0
@@ -81,8 +89,10 @@ class _Flat:
 
 
 def polishable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
-    """True when every variable is box, simplex or free and the problem has at most `max_dim` scalars."""
-    if problem.preference is None or any(v.domain.kind not in ("box", "free", "simplex") for v in problem.variables):
+    """True when every variable is box, simplex, ball or free and the problem has at most `max_dim` scalars."""
+    if problem.preference is None or any(
+        v.domain.kind not in ("box", "free", "simplex", "ball") for v in problem.variables
+    ):
         return False
     return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables) <= max_dim
 
@@ -142,6 +152,18 @@ def polish(
     G = len(fl.groups)
     gfree = fl.grp[free]
     E = np.stack([(gfree == gi).astype(np.float64) for gi in fl.groups], 1) if G else np.zeros((nf, 0))
+    # balls: active when x̂ is on the sphere and Σλ̂∇F points inward (∇ΣλF + κ x = 0, ‖x‖² = r², κ ≥ 0);
+    # inactive ones only keep ‖x‖² ≤ r² as an inequality
+    bfree = fl.bgrp[free]
+    act_b, inact_b = [], []
+    for gi, rad in fl.balls:
+        ix = np.flatnonzero(bfree == gi)
+        nx = float(np.linalg.norm(z0[free][ix]))
+        on_sphere = nx >= rad * (1 - 1e-3) and float(g0[free][ix] @ z0[free][ix]) < 0
+        (act_b if on_sphere else inact_b).append((ix, rad))
+        if nx > 0 and (on_sphere or nx > rad):
+            z0[free[ix]] *= rad / nx
+    nb = len(act_b)
 
     def full(v: np.ndarray) -> np.ndarray:
         z = z0.copy()
@@ -184,23 +206,39 @@ def polish(
         return cache[key]
 
     def c_fun(v: np.ndarray) -> np.ndarray:
-        """[∇_free Σλ F − ν_group, Σ_group x − 1, Σλ − 1]."""
+        """[∇_free Σλ F − E ν + κ x (balls), Σ_group x − 1, ‖x_ball‖² − r², Σλ − 1]."""
         gl, _, _ = parts(v)
-        nu = v[nf + m :]
-        sums = E.T @ v[:nf] - 1.0
-        return np.concatenate([gl - E @ nu, sums, [v[nf : nf + m].sum() - 1.0]])
+        x, nu, ka = v[:nf], v[nf + m : nf + m + G], v[nf + m + G :]
+        r1 = gl - E @ nu
+        for b, (ix, _) in enumerate(act_b):
+            r1[ix] += ka[b] * x[ix]
+        sph = [x[ix] @ x[ix] - rad**2 for ix, rad in act_b]
+        return np.concatenate([r1, E.T @ x - 1.0, sph, [v[nf : nf + m].sum() - 1.0]])
 
     def c_jac(v: np.ndarray) -> np.ndarray:
         _, H, Jf = parts(v)
-        return constraint_jacobian(H, Jf, E)
+        return constraint_jacobian(H, Jf, E, v[:nf], [ix for ix, _ in act_b], v[nf + m + G :])
+
+    def ball_in(v: np.ndarray) -> np.ndarray:
+        return np.array([rad**2 - v[:nf][ix] @ v[:nf][ix] for ix, rad in inact_b])
+
+    def ball_in_jac(v: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(inact_b), v.size))
+        for b, (ix, _) in enumerate(inact_b):
+            out[b, ix] = -2.0 * v[:nf][ix]
+        return out
 
     nu0 = np.array([float(np.mean(g0[free][gfree == gi])) if np.any(gfree == gi) else 0.0 for gi in fl.groups])
-    v0 = np.concatenate([z0[free], lam0, nu0])
+    ka0 = np.array([max(0.0, -float(g0[free][ix] @ z0[free][ix])) / rad**2 for ix, rad in act_b])
+    v0 = np.concatenate([z0[free], lam0, nu0, ka0])
     bounds = [
         (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
         for lo, hi in zip(fl.lo[free], fl.hi[free], strict=True)
     ]
-    bounds += [(0.0, 1.0)] * m + [(None, None)] * G
+    bounds += [(0.0, 1.0)] * m + [(None, None)] * G + [(0.0, None)] * nb
+    cons = [{"type": "eq", "fun": c_fun, "jac": c_jac}]
+    if inact_b:
+        cons.append({"type": "ineq", "fun": ball_in, "jac": ball_in_jac})
     try:
         with np.errstate(all="ignore"):
             res = minimize(
@@ -209,7 +247,7 @@ def polish(
                 jac=True,
                 method="SLSQP",
                 bounds=bounds,
-                constraints=[{"type": "eq", "fun": c_fun, "jac": c_jac}],
+                constraints=cons,
                 options={"maxiter": maxiter, "ftol": 1e-14},
                 callback=None if stop is None else _stopper(stop),
             )
@@ -219,6 +257,8 @@ def polish(
     if not np.all(np.isfinite(v)):
         return None
     v[:nf] = np.clip(v[:nf], fl.lo[free], fl.hi[free])
+    for ix, rad in act_b:  # exactly on the sphere
+        v[:nf][ix] *= rad / max(float(np.linalg.norm(v[:nf][ix])), 1e-300)
     for gi in fl.groups:  # exactly on the simplex (SLSQP meets Σ = 1 to ~1e-15)
         sel = gfree == gi
         v[:nf][sel] = v[:nf][sel] / max(v[:nf][sel].sum(), 1e-300)
@@ -228,9 +268,13 @@ def polish(
     lam = v[nf : nf + m]
     residual = float(np.abs(c_fun(v)).sum()) / (1.0 + float(np.abs(Jf).max(initial=0.0)))
     _, gphi = phi(v)
-    A = constraint_jacobian(H, Jf, E)
+    A = constraint_jacobian(H, Jf, E, v[:nf], [ix for ix, _ in act_b], v[nf + m + G :])
     act = np.concatenate(
-        [(v[:nf] <= fl.lo[free] + 1e-12) | (v[:nf] >= fl.hi[free] - 1e-12), lam <= 1e-12, np.zeros(G, bool)]
+        [
+            (v[:nf] <= fl.lo[free] + 1e-12) | (v[:nf] >= fl.hi[free] - 1e-12),
+            lam <= 1e-12,
+            np.zeros(G + nb, bool),
+        ]
     )
     stationarity = _tangential(gphi, A, act)
     values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
@@ -268,13 +312,28 @@ def _proj_simplex(v: np.ndarray) -> np.ndarray:
     return np.maximum(v - css[k] / (k + 1.0), 0.0)
 
 
-def constraint_jacobian(H: np.ndarray, Jf: np.ndarray, E: np.ndarray) -> np.ndarray:
-    """Jacobian of [∇Σλ F − Eν, Eᵀx − 1, Σλ − 1] with respect to (x_free, λ, ν)."""
-    nf, m, G = H.shape[0], Jf.shape[0], E.shape[1]
-    top = np.concatenate([H, Jf.T, -E], 1)
-    mid = np.concatenate([E.T, np.zeros((G, m + G))], 1)
-    bottom = np.concatenate([np.zeros(nf), np.ones(m), np.zeros(G)])[None, :]
-    return np.concatenate([top, mid, bottom], 0)
+def constraint_jacobian(
+    H: np.ndarray,
+    Jf: np.ndarray,
+    E: np.ndarray,
+    x: np.ndarray | None = None,
+    balls: list[np.ndarray] | None = None,
+    kappa: np.ndarray | None = None,
+) -> np.ndarray:
+    """Jacobian of [∇Σλ F − Eν + Σ_b κ_b x_b, Eᵀx − 1, ‖x_b‖² − r_b², Σλ − 1] in (x_free, λ, ν, κ)."""
+    balls = balls or []
+    nf, m, G, nb = H.shape[0], Jf.shape[0], E.shape[1], len(balls)
+    Hk = H.copy()
+    Bc = np.zeros((nf, nb))
+    sph = np.zeros((nb, nf + m + G + nb))
+    for b, ix in enumerate(balls):
+        Hk[ix, ix] += kappa[b]
+        Bc[ix, b] = x[ix]
+        sph[b, ix] = 2.0 * x[ix]
+    top = np.concatenate([Hk, Jf.T, -E, Bc], 1)
+    mid = np.concatenate([E.T, np.zeros((G, m + G + nb))], 1)
+    bottom = np.concatenate([np.zeros(nf), np.ones(m), np.zeros(G + nb)])[None, :]
+    return np.concatenate([top, mid, sph, bottom], 0)
 
 
 def _tangential(g: np.ndarray, A: np.ndarray, active: np.ndarray) -> float:
