@@ -177,12 +177,10 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         Fend = ev(batch.X)[:, :m]
     archive.add(Fend, batch.X)
     z, s = normalization(Fend)
-    sol_F = [Fend.detach().cpu().numpy().astype(np.float64)]
-    sol_X = {n: [t.detach().clone()] for n, t in batch.X.items()}
-    SF = sol_F[0]
-    SX = {n: torch.cat(v) for n, v in sol_X.items()}
+    SF = Fend.detach().cpu().numpy().astype(np.float64)  # the solutions: objective vectors and points
     ok = np.all(np.isfinite(SF), axis=1)
-    SF, SX = SF[ok], {n: t[torch.as_tensor(ok)] for n, t in SX.items()}
+    SF = SF[ok]
+    SX = {n: t.detach().clone()[torch.as_tensor(ok, device=t.device)] for n, t in batch.X.items()}
     gaps: set[tuple[int, int]] = set()
     refinements = 0
     while stopped not in ("time", "diverged"):
