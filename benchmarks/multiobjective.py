@@ -352,6 +352,7 @@ def main() -> None:
     ap.add_argument("--part", choices=["1", "2", "all"], default="all")
     ap.add_argument("--set", action="append", default=[], help="part 2: a paretom3 option KEY=VALUE (repeatable)")
     ap.add_argument("--no-pymoo", action="store_true", help="skip the pymoo columns")
+    ap.add_argument("--seed", type=int, default=0, help="part 2: the seed of every method (default 0)")
     ap.add_argument("--only", default="", help="part 2: comma-separated problems (zdt1,...,dtlz2-5)")
     args = ap.parse_args()
     try:
@@ -377,7 +378,7 @@ def main() -> None:
     if args.part in ("1", "all"):
         part1(args.quick, have_pymoo, seeds)
     if args.part in ("2", "all"):
-        part2(args.quick, have_pymoo, 0, [x for x in args.only.split(",") if x] or None)
+        part2(args.quick, have_pymoo, args.seed, [x for x in args.only.split(",") if x] or None)
 
 
 if __name__ == "__main__":
