@@ -29,7 +29,16 @@ from scipy.optimize import minimize_scalar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.multiobjective.metrics import dtlz2_front, dtlz2_problem, hypervolume, igd, zdt_front, zdt_problem  # noqa: E402
+from optlang.backends.multiobjective.metrics import (  # noqa: E402
+    das_dennis,
+    dtlz2_problem,
+    dtlz_problem,
+    hypervolume,
+    igd,
+    nondominated,
+    zdt_front,
+    zdt_problem,
+)
 from optlang.backends.multiobjective.paretom3 import ParetoM3  # noqa: E402
 from optlang.backends.multiobjective.weighted_sum import WeightedSum  # noqa: E402
 
@@ -142,7 +151,7 @@ def fmt_hit(h) -> str:
 def part1(quick: bool, have_pymoo: bool, seeds: list[int]) -> None:
     n_zdt, n_dtlz = 30, 12
     gens = 300 if quick else 500
-    pm3_opts = dict(iters=800)
+    pm3_opts: dict = {}  # defaults: stop on the polish's stationarity, 800 iterations at most
     ws_opts = dict(points=20, iters=300)
     print("\n## Part 1: preferred point (error = preference value − exact; dist = distance to the Pareto set)\n")
     print("| problem | method | seed | status | error | dist | evaluations | evals to hit 1e-3 | time s |")
@@ -176,75 +185,175 @@ def part1(quick: bool, have_pymoo: bool, seeds: list[int]) -> None:
             print(f"| {label} | {seed} | {ratio} |")
 
 
-def part2(quick: bool, have_pymoo: bool, seed: int) -> None:
-    pm3_opts = dict(front_points=10 if quick else 20, front_iters=150 if quick else 400)
-    print("\n## Part 2: fronts (hypervolume with reference 1.1·1, IGD to the analytic front)\n")
-    print("| problem | method | evaluations | front size | HV | IGD | time s |")
-    print("|---|---|---|---|---|---|---|")
-    specs = [("zdt1", 1), ("zdt2", 2), ("zdt3", 3), ("dtlz2", None)]
-    for pname, which in specs:
-        if which is not None:
-            problem, m, ref_front, n = zdt_problem(which, 30), 2, zdt_front(which), 30
-        else:
-            problem, m, ref_front, n = dtlz2_problem(12, 3), 3, dtlz2_front(20), 12
-        ref = np.full(m, 1.1)
-        results = []
+PM3_SET: dict = {}  # paretom3 options for part 2 (--set)
+
+FRONT_PROBLEMS = [
+    # name, pymoo name, which, n, m
+    ("zdt1", "zdt1", 1, 30, 2),
+    ("zdt2", "zdt2", 2, 30, 2),
+    ("zdt3", "zdt3", 3, 30, 2),
+    ("dtlz1", "dtlz1", 1, 7, 3),
+    ("dtlz2", "dtlz2", 2, 12, 3),
+    ("dtlz7", "dtlz7", 7, 22, 3),
+    ("dtlz2-5", "dtlz2", 2, 14, 5),
+]
+
+
+def reference_front(name: str, which: int, m: int) -> tuple[np.ndarray, float | None]:
+    """Dense points of the analytic front, and its exact hypervolume where it has a closed form (else None)."""
+    if name.startswith("zdt"):
+        return zdt_front(which, 5000), None
+    if which == 1:  # the simplex Σ f = 1/2
+        W = das_dennis(40 if m == 3 else 8, m)
+        return 0.5 * W, None
+    if which == 2:
+        W = das_dennis(40 if m == 3 else 8, m)
+        return W / np.linalg.norm(W, axis=1, keepdims=True), None
+    t = np.linspace(0.0, 1.0, 160)  # DTLZ7 (m = 3): g = 1, f3 = 2 h(f1, f2), non-dominated part of a grid
+    f1, f2 = (a.ravel() for a in np.meshgrid(t, t))
+    h = m - sum(f / 2.0 * (1 + np.sin(3 * np.pi * f)) for f in (f1, f2))
+    return nondominated(np.stack([f1, f2, 2.0 * h], 1)), None
+
+
+def hv_ref(R: np.ndarray) -> np.ndarray:
+    """The reference point: the analytic front's nadir + 10 % of its range (1.1 for ZDT and DTLZ2)."""
+    lo, hi = R.min(0), R.max(0)
+    return hi + 0.1 * (hi - lo)
+
+
+def hv_any(F: np.ndarray, ref: np.ndarray, rng_seed: int = 0, samples: int = 2_000_000) -> float:
+    """Exact hypervolume (mo_metrics for 2–3 objectives, moocore above; Monte Carlo with a fixed seed if absent)."""
+    F = np.asarray(F, dtype=np.float64)
+    F = F[np.all(F < ref, axis=1)]
+    if F.shape[1] <= 3:
+        return hypervolume(F, ref) if F.size else 0.0
+    if F.size == 0:
+        return 0.0
+    F = nondominated(F)
+    try:  # exact, in C (installed with pymoo)
+        import moocore
+
+        return float(moocore.hypervolume(F, ref=ref))
+    except ImportError:
+        pass
+    lo = F.min(0)
+    rng = np.random.default_rng(rng_seed)
+    hit = 0
+    for _ in range(samples // 200_000):
+        U = lo + rng.random((200_000, F.shape[1])) * (ref - lo)
+        dom = np.zeros(U.shape[0], dtype=bool)
+        for i0 in range(0, F.shape[0], 64):
+            dom |= np.all(F[i0 : i0 + 64][None, :, :] <= U[:, None, :], axis=2).any(1)
+        hit += int(dom.sum())
+    return float(hit / samples * np.prod(ref - lo))
+
+
+def exact_hv(name: str, which: int, m: int, R: np.ndarray, ref: np.ndarray) -> float:
+    """HV of the exact front: closed forms for DTLZ1 (simplex) and DTLZ2 (sphere), dense fronts otherwise."""
+    if name.startswith("dtlz") and which == 2:
+        return float(np.prod(ref) - math.pi ** (m / 2) / math.gamma(m / 2 + 1) / 2**m)
+    if name.startswith("dtlz") and which == 1:
+        return float(np.prod(ref) - 0.5**m / math.factorial(m))
+    return hv_any(R, ref)
+
+
+def run_pymoo(algo: str, pname: str, n: int, m: int, evals: int, seed: int) -> tuple[np.ndarray, int, float]:
+    """NSGA-II / NSGA-III / MOEA-D at `evals` evaluations; (the final non-dominated F, evaluations, seconds)."""
+    from pymoo.algorithms.moo.moead import MOEAD
+    from pymoo.algorithms.moo.nsga2 import NSGA2
+    from pymoo.algorithms.moo.nsga3 import NSGA3
+    from pymoo.optimize import minimize
+    from pymoo.problems import get_problem
+    from pymoo.util.ref_dirs import get_reference_directions
+
+    pp = get_problem(pname, n_var=n) if m == 2 else get_problem(pname, n_var=n, n_obj=m)
+    parts = {2: 99, 3: 12, 5: 4}[m]  # 100, 91 and 70 directions
+    dirs = get_reference_directions("das-dennis", m, n_partitions=parts)
+    if algo == "NSGA-II":
+        alg = NSGA2(pop_size=100)
+    elif algo == "NSGA-III":
+        alg = NSGA3(ref_dirs=dirs, pop_size=int(math.ceil(dirs.shape[0] / 4) * 4))
+    else:
+        alg = MOEAD(dirs, n_neighbors=15, prob_neighbor_mating=0.7)
+    t = time.perf_counter()
+    res = minimize(pp, alg, ("n_eval", evals), seed=seed, verbose=False)
+    secs = time.perf_counter() - t
+    F = res.opt.get("F") if res.opt is not None else np.zeros((0, m))
+    return nondominated(np.asarray(F, dtype=np.float64)), int(res.algorithm.evaluator.n_eval), secs
+
+
+def part2(quick: bool, have_pymoo: bool, seed: int, only: list[str] | None = None) -> None:
+    print("\n## Part 2: fronts at equal evaluations (HV: reference = analytic front's nadir + 10 % of its range;")
+    print("exact: mo_metrics for 2–3 objectives, moocore for 5; IGD to the analytic front)\n")
+    print("| problem | method | evaluations | front size | HV | HV / exact | IGD | time s |")
+    print("|---|---|---|---|---|---|---|---|")
+    summary = []
+    for name, pname, which, n, m in FRONT_PROBLEMS:
+        if only and name not in only:
+            continue
+        problem = zdt_problem(which, n) if name.startswith("zdt") else dtlz_problem(which, n, m)
+        R, _ = reference_front(name, which, m)
+        ref = hv_ref(R)
+        hv_exact = exact_hv(name, which, m, R, ref)
+        rows = []
         t = time.perf_counter()
-        raw = ParetoM3().solve(problem, ParetoM3().make_options(pm3_opts), RunContext(seed=seed))
+        backend = ParetoM3()
+        raw = backend.solve(problem, backend.make_options(PM3_SET), RunContext(seed=seed))
+        secs = time.perf_counter() - t
         F = np.array([[p["objectives"][f"f{i + 1}"] for i in range(m)] for p in raw.info["front"]])
-        evals = raw.info["evaluations"]
-        results.append(
-            (
-                "paretom3 (front)",
-                evals,
-                raw.info["front_size"],
-                hypervolume(F, ref),
-                igd(F, ref_front),
-                time.perf_counter() - t,
-            )
-        )
-        t = time.perf_counter()
+        evals = int(raw.info["evaluations"])
+        rows.append((f"paretom3 ({raw.status.value})", evals, F, secs))
         ws = WeightedSum()
+        t = time.perf_counter()
         wraw = ws.solve(problem, ws.make_options(dict(points=20, iters=max(20, evals // 20))), RunContext(seed=seed))
         Fw = np.array([[p["objectives"][f"f{i + 1}"] for i in range(m)] for p in wraw.info["front"]])
-        results.append(
-            (
-                "weighted-sum",
-                wraw.info["evaluations"],
-                wraw.info["front_size"],
-                hypervolume(Fw, ref),
-                igd(Fw, ref_front),
-                time.perf_counter() - t,
-            )
-        )
+        rows.append(("weighted-sum", int(wraw.info["evaluations"]), Fw, time.perf_counter() - t))
         if have_pymoo:
-            from pymoo.algorithms.moo.nsga2 import NSGA2
-            from pymoo.optimize import minimize
-            from pymoo.problems import get_problem
-
-            pp = get_problem(pname, n_var=n) if m == 2 else get_problem(pname, n_var=n, n_obj=3)
-            t = time.perf_counter()
-            res = minimize(pp, NSGA2(pop_size=100), ("n_gen", max(1, math.ceil(evals / 100))), seed=seed, verbose=False)
-            Fn = res.opt.get("F")
-            results.append(
-                (
-                    "NSGA-II",
-                    int(res.algorithm.evaluator.n_eval),
-                    Fn.shape[0],
-                    hypervolume(Fn, ref),
-                    igd(Fn, ref_front),
-                    time.perf_counter() - t,
-                )
+            for algo in ("NSGA-II", "NSGA-III", "MOEA/D"):
+                Fp, ev, sp = run_pymoo(algo, pname, n, m, evals, seed)
+                rows.append((algo, ev, Fp, sp))
+        hvs = {}
+        for meth, ev, FF, secs in rows:
+            hv = hv_any(FF, ref)
+            hvs[meth.split(" (")[0]] = (hv, secs)
+            d = igd(FF, R) if FF.size else float("nan")
+            print(
+                f"| {name} | {meth} | {ev} | {FF.shape[0]} | {hv:.4f} | {hv / hv_exact:.4f} | {d:.4f} | {secs:.2f} |",
+                flush=True,
             )
-        for meth, ev, size, hv, d, secs in results:
-            print(f"| {pname} | {meth} | {ev} | {size} | {hv:.4f} | {d:.4f} | {secs:.1f} |", flush=True)
-        print(f"| {pname} | exact front | — | {ref_front.shape[0]} | {hypervolume(ref_front, ref):.4f} | 0 | — |")
+        print(f"| {name} | exact front | — | {R.shape[0]} | {hv_exact:.4f} | 1 | 0 | — |", flush=True)
+        if have_pymoo:
+            summary.append((name, hvs))
+    if summary:
+        print(
+            "\n| problem | paretom3 HV / exact | HV / NSGA-III's | HV / MOEA-D's "
+            "| time / NSGA-III's | time / MOEA-D's |"
+        )
+        print("|---|---|---|---|---|---|")
+        for name, hvs in summary:
+            p_hv, p_t = hvs["paretom3"]
+            n3, md = hvs["NSGA-III"], hvs["MOEA/D"]
+            ex = [r for r in FRONT_PROBLEMS if r[0] == name][0]
+            R, _ = reference_front(name, ex[2], ex[4])
+            ex_hv = exact_hv(name, ex[2], ex[4], R, hv_ref(R))
+
+            def ratio(a: float, b: float) -> str:
+                return f"{a / b:.3f}" if b > 0 else ("— (both 0)" if a == 0 else "∞")
+
+            print(
+                f"| {name} | {p_hv / ex_hv:.4f} | {ratio(p_hv, n3[0])} | {ratio(p_hv, md[0])} "
+                f"| {p_t / n3[1]:.2f} | {p_t / md[1]:.2f} |"
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one seed, smaller budgets (a few minutes)")
     ap.add_argument("--part", choices=["1", "2", "all"], default="all")
+    ap.add_argument("--set", action="append", default=[], help="part 2: a paretom3 option KEY=VALUE (repeatable)")
+    ap.add_argument("--no-pymoo", action="store_true", help="skip the pymoo columns")
+    ap.add_argument("--seed", type=int, default=0, help="part 2: the seed of every method (default 0)")
+    ap.add_argument("--only", default="", help="part 2: comma-separated problems (zdt1,...,dtlz2-5)")
     args = ap.parse_args()
     try:
         import pymoo  # noqa: F401
@@ -254,12 +363,22 @@ def main() -> None:
         have_pymoo = False
         print("pymoo is not installed: NSGA-II columns are skipped (pip install 'optlang-dsl[anchors]')")
     torch.set_num_threads(1)
+    for kv in args.set:
+        key, val = kv.split("=", 1)
+        try:
+            PM3_SET[key] = int(val)
+        except ValueError:
+            try:
+                PM3_SET[key] = float(val)
+            except ValueError:
+                PM3_SET[key] = val
+    have_pymoo = have_pymoo and not args.no_pymoo
     seeds = [0] if args.quick else [0, 1]
     print(f"# multiobjective benchmark ({'quick' if args.quick else 'full'}), torch {torch.__version__}, CPU")
     if args.part in ("1", "all"):
         part1(args.quick, have_pymoo, seeds)
     if args.part in ("2", "all"):
-        part2(args.quick, have_pymoo, 0)
+        part2(args.quick, have_pymoo, args.seed, [x for x in args.only.split(",") if x] or None)
 
 
 if __name__ == "__main__":

@@ -399,6 +399,7 @@ def test_load_errors_are_data_errors_not_tracebacks(tmp_path: Path) -> None:
 
 def test_lobpcg_breakdown_returns_the_last_good_block() -> None:
     import torch
+
     from optlang.backends.ising.specann.eigen import lobpcg
 
     A = torch.diag(torch.arange(1.0, 11.0, dtype=torch.float64))

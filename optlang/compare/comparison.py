@@ -7,6 +7,7 @@ Holds no running and no rendering; summaries and flags are computed from the Res
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,10 @@ from optlang.compare.stats import (
     tightest_bound,
 )
 from optlang.result import Result
+
+# Notebook display: report/ registers its renderers here when imported (orchestrate imports it), so the
+# data class never imports the renderers that import it. format -> render(comparison) -> text
+DISPLAY: dict[str, Callable[[Any], str]] = {}
 
 
 @dataclass
@@ -59,15 +64,13 @@ class Comparison:
             f"best={'None' if best is None else f'{best:.10g}'})"
         )
 
-    def _repr_markdown_(self) -> str:
-        from optlang import report
+    def _repr_markdown_(self) -> str | None:
+        render = DISPLAY.get("md")
+        return render(self) if render else None
 
-        return report.render(self, "md")
-
-    def _repr_html_(self) -> str:
-        from optlang import report
-
-        return report.render(self, "html")
+    def _repr_html_(self) -> str | None:
+        render = DISPLAY.get("html")
+        return render(self) if render else None
 
     def runs(self, backend: str) -> list[Result]:
         return sorted((r for r in self.results if r.backend == backend), key=lambda r: r.seed)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from optlang import report  # noqa: F401  (registers the Comparisons' notebook display; plots load lazily)
 from optlang.compare.comparison import Comparison
 from optlang.executors import Job, JobFn, execute, make_executor, stream
 from optlang.result import Result

@@ -83,3 +83,14 @@ def rich_table(obj: Any) -> Any:
             "[bold red]CONTRADICTED[/bold red]" if s.flagged else "",
         )
     return t
+
+
+def _register_display() -> None:
+    """Give Comparison its notebook display (_repr_html_/_repr_markdown_) through compare.comparison.DISPLAY."""
+    from optlang.compare.comparison import DISPLAY
+
+    DISPLAY["html"] = lambda c: render(c, "html")
+    DISPLAY["md"] = lambda c: render(c, "md")
+
+
+_register_display()

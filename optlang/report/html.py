@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from optlang.report import fmt, maths, panels, plots
 
 if TYPE_CHECKING:
-    from optlang.bench import BenchReport
     from optlang.compare.comparison import Comparison
+
+BenchReport = Any  # bench.BenchReport, told apart by report.is_bench: bench imports report/, never the reverse
 
 CSS = """
 *{box-sizing:border-box}

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from optlang.report import fmt, panels
 
 if TYPE_CHECKING:
-    from optlang.bench import BenchReport
     from optlang.compare.comparison import Comparison
+
+BenchReport = Any  # bench.BenchReport, told apart by report.is_bench: bench imports report/, never the reverse
 
 
 def _esc(v: Any) -> str:

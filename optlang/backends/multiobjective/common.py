@@ -5,6 +5,7 @@ front summary and the refusals. Used by `paretom3` (the research method) and `we
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from optlang.backends.base import RunContext
 from optlang.backends.common import project
-from optlang.backends.multiobjective.metrics import nondominated_mask
+from optlang.backends.multiobjective.metrics import compare_matrices, nondominated_mask
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MultiObjectiveProblem, Variable
 
@@ -143,7 +144,6 @@ def safe_grads(
         fin = torch.isfinite(g).reshape(g.shape[0], -1).all(1)
         ok = fin if ok is None else ok & fin
         out[k] = g
-    assert ok is not None  # a problem has at least one variable
     return out, ok
 
 
@@ -164,7 +164,6 @@ def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torc
                 moved = t + delta * (centre - t)
             else:
                 base = lo if lo is not None else hi
-                assert base is not None  # a box has at least one finite side (else it is free)
                 moved = t + delta * (1.0 if lo is not None else -1.0) * (1.0 + abs(base))
         elif d.kind == "simplex":
             moved = (1 - delta) * t + delta / t[0].numel()
@@ -197,19 +196,29 @@ class Archive:
         if not ok.any():
             return
         self.seen += int(ok.sum())
+        if self.F.size:  # drop new points that a kept point weakly dominates (vectorized pre-filter)
+            covered = np.zeros(Fn.shape[0], dtype=bool)
+            for i0 in range(0, self.F.shape[0], 4096):
+                covered |= compare_matrices(self.F[i0 : i0 + 4096], Fn)[0].any(0)
+            ok &= ~covered
+            if not ok.any():
+                return
         Fn = Fn[ok]
         Xn = {k: v.detach().to("cpu", torch.float64).numpy()[ok] for k, v in X.items()} if self.keep_points else None
+        own = nondominated_mask(Fn)  # the new batch among itself (small)
+        Fn = Fn[own]
+        Xn = {k: v[own] for k, v in Xn.items()} if Xn is not None else None
         if self.F.size == 0:
-            allF, allX = Fn, Xn
-        else:
-            allF = np.concatenate([self.F, Fn])
-            allX = (
-                {k: np.concatenate([self.X[k], Xn[k]]) for k in Xn} if (Xn is not None and self.X is not None) else None
-            )
-        mask = nondominated_mask(allF)
-        self.F = allF[mask]
-        if allX is not None:
-            self.X = {k: v[mask] for k, v in allX.items()}
+            self.F, self.X = Fn, Xn
+            return
+        # kept points that a new one dominates leave (vectorized; the new ones are not weakly dominated)
+        gone = np.zeros(self.F.shape[0], dtype=bool)
+        for i0 in range(0, Fn.shape[0], 256):
+            le, lt = compare_matrices(Fn[i0 : i0 + 256], self.F)
+            gone |= (le & lt).any(0)
+        self.F = np.concatenate([self.F[~gone], Fn])
+        if Xn is not None and self.X is not None:
+            self.X = {k: np.concatenate([self.X[k][~gone], Xn[k]]) for k in Xn}
             if sum(v.size for v in self.X.values()) > self.max_floats:
                 self.keep_points, self.X = False, None
         else:
@@ -227,13 +236,21 @@ class Archive:
 
 
 def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
-    """Indices of at most k front points, spread by greedy farthest-point selection (extremes first)."""
+    """Indices of the front points kept in info["front"]: all when k ≤ 0 or the front has at most k.
+
+    Otherwise, for 2 objectives, the points of least exclusive hypervolume are removed one at a time
+    (reference: nadir + 10 % of the range; the two extremes are always kept), which keeps the subset's
+    hypervolume as high as a greedy removal can; for 3+ objectives, greedy farthest-point selection in
+    the normalized objective space (extremes first), which keeps the spread.
+    """
     n = F.shape[0]
-    if n <= k:
+    if k <= 0 or n <= k:
         return np.arange(n)
+    if F.shape[1] == 2:
+        return _hv_greedy_2d(F, max(k, 2))
     span = F.max(0) - F.min(0)
     Z = (F - F.min(0)) / np.where(span > 0, span, 1.0)
-    chosen = list(dict.fromkeys(int(i) for i in np.argmin(Z, axis=0)))
+    chosen = list(dict.fromkeys(int(i) for i in np.argmin(Z, axis=0)))[:k]
     d = np.min(((Z[:, None, :] - Z[chosen][None, :, :]) ** 2).sum(-1), axis=1)
     while len(chosen) < k:
         i = int(np.argmax(d))
@@ -242,10 +259,43 @@ def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
     return np.sort(np.asarray(chosen))
 
 
+def _hv_greedy_2d(F: np.ndarray, k: int) -> np.ndarray:
+    """Remove the least exclusive-hypervolume contributor of a 2-D non-dominated set until k remain."""
+    order = np.argsort(F[:, 0])
+    P = F[order]
+    ref = hv_reference(P)
+    alive = list(range(P.shape[0]))
+
+    def contrib(j: int) -> float:
+        i = alive[j]
+        left_f2 = P[alive[j - 1], 1] if j > 0 else ref[1]
+        right_f1 = P[alive[j + 1], 0] if j + 1 < len(alive) else ref[0]
+        if j == 0 or j + 1 == len(alive):
+            return np.inf
+        return float((right_f1 - P[i, 0]) * (left_f2 - P[i, 1]))
+
+    c = [contrib(j) for j in range(len(alive))]
+    while len(alive) > k:
+        j = int(np.argmin(c))
+        del alive[j], c[j]
+        for jj in (j - 1, j):
+            if 0 <= jj < len(alive):
+                c[jj] = contrib(jj)
+    return np.sort(order[np.asarray(alive)])
+
+
+def front_rule(n: int, k: int, m: int) -> str:
+    """The sentence saying which front points info["front"] holds."""
+    if k <= 0 or n <= k:
+        return f"all {n} non-dominated evaluated points"
+    how = "least hypervolume contributors removed greedily" if m == 2 else "greedy farthest-point spread"
+    return f"{k} of {n} non-dominated evaluated points ({how}; front_max = {k})"
+
+
 def front_info(
     names: list[str], F: np.ndarray, pts: list[dict[str, np.ndarray]] | None, k: int
 ) -> list[dict[str, Any]]:
-    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}]."""
+    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}] (see front_rule)."""
     out = []
     for i in subsample_front(F, k):
         row: dict[str, Any] = {"objectives": {n: float(F[i, j]) for j, n in enumerate(names)}}
@@ -274,3 +324,40 @@ def refuse_multiobjective(form: Any, kinds: frozenset[str]) -> str | None:
     if discrete:
         return f"needs continuous variables, but {', '.join(discrete)} are discrete"
     return None
+
+
+def min_norm_faces(G: np.ndarray, reg: float = 1e-6, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Exact min of λᵀGλ + ε‖λ − 1/m‖² on the simplex for small m, face by face (ε = reg · tr(G) / m).
+
+    The small pull toward uniform weights picks, among (near-)minimizers of a singular G, the most
+    balanced one instead of an arbitrary vertex (a vertex λ = e_i can pin x on a weak-Pareto face).
+    """
+    B, m, _ = G.shape
+    allowed = np.ones((B, m), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool).copy()
+    allowed[~allowed.any(1)] = True
+    prior = allowed / allowed.sum(1, keepdims=True)
+    eps = reg * np.trace(G, axis1=1, axis2=2) / m + 1e-300
+    Gr = G + eps[:, None, None] * np.eye(m)
+    best = np.full(B, np.inf)
+    lam = prior.copy()
+    for r in range(1, m + 1):
+        for S in itertools.combinations(range(m), r):
+            idx = np.asarray(S)
+            inv = np.linalg.inv(Gr[:, idx][:, :, idx])
+            a = inv @ (eps[:, None, None] * prior[:, idx, None])
+            b = inv @ np.ones((B, r, 1))
+            mu = (1.0 - a.sum(axis=(1, 2))) / b.sum(axis=(1, 2))
+            w = (a + mu[:, None, None] * b)[:, :, 0]
+            ok = (w >= -1e-12).all(1) & allowed[:, idx].all(1)
+            full = np.zeros((B, m))
+            full[:, idx] = np.clip(w, 0.0, None)
+            d = full - prior
+            val = np.einsum("bi,bij,bj->b", full, G, full) + eps * (d * d).sum(1)
+            take = ok & (val < best)
+            best = np.where(take, val, best)
+            lam[take] = full[take]
+    return lam
+
+
+def nan_to_zero(g: torch.Tensor) -> torch.Tensor:
+    return torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)

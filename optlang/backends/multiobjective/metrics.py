@@ -26,6 +26,18 @@ def dominates(a: np.ndarray, b: np.ndarray, tol: float = 0.0) -> bool:
     return bool(np.all(a <= b + tol) and np.any(a < b - tol))
 
 
+def strictly_dominating_count(seen: np.ndarray, f: np.ndarray, tol: float) -> int:
+    """How many rows of `seen` are better than f in *every* objective by more than tol.
+
+    The sound test of a weak-Pareto claim: Pareto domination with a tolerance ("≤ f + tol everywhere,
+    < f − tol somewhere") counts a front neighbour slightly worse in one objective as dominating.
+    """
+    seen = np.atleast_2d(np.asarray(seen, dtype=np.float64))
+    if seen.size == 0:
+        return 0
+    return int(np.sum(np.all(seen < np.asarray(f, dtype=np.float64) - tol, axis=1)))
+
+
 def nondominated_mask(F: np.ndarray) -> np.ndarray:
     """Boolean mask of the rows of F (n, m) that no other row dominates (of equal rows, the first kept)."""
     F = np.asarray(F, dtype=np.float64)
@@ -39,16 +51,25 @@ def nondominated_mask(F: np.ndarray) -> np.ndarray:
         prev = np.concatenate([[np.inf], np.minimum.accumulate(f2)[:-1]])
         keep[order[f2 < prev]] = True
         return keep
-    kept = np.empty((n, F.shape[1]))
-    nk = 0
-    for i in order:  # a kept row sorts before f, so only kept rows can dominate (or equal) f
-        f = F[i]
-        if nk and np.any(np.all(kept[:nk] <= f, axis=1)):
-            continue
-        keep[i] = True
-        kept[nk] = f
-        nk += 1
+    keep[:] = True  # 3+ objectives: a vectorized pairwise test in row blocks (O(n² m) work, O(512 n) memory)
+    cols = np.arange(n)
+    for i0 in range(0, n, 512):
+        Fi = F[i0 : i0 + 512]
+        le, lt = compare_matrices(F, Fi)  # le[j, a]: row j is nowhere worse than row i0 + a
+        earlier_equal = le & ~lt & (cols[:, None] < (i0 + np.arange(Fi.shape[0]))[None, :])
+        keep[i0 : i0 + 512] = ~((le & lt) | earlier_equal).any(0)
     return keep
+
+
+def compare_matrices(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(le, lt) with le[i, j] = all(P_i ≤ Q_j) and lt[i, j] = any(P_i < Q_j), column by column (fast for small m)."""
+    le = np.ones((P.shape[0], Q.shape[0]), dtype=bool)
+    lt = np.zeros((P.shape[0], Q.shape[0]), dtype=bool)
+    for c in range(P.shape[1]):
+        a, b = P[:, c][:, None], Q[:, c][None, :]
+        le &= a <= b
+        lt |= a < b
+    return le, lt
 
 
 def nondominated(F: np.ndarray) -> np.ndarray:
@@ -61,27 +82,44 @@ def nondominated(F: np.ndarray) -> np.ndarray:
 
 
 def _hv2(F: np.ndarray, ref: np.ndarray) -> float:
-    """Exact 2-D hypervolume of points already inside the reference box."""
+    """Exact 2-D hypervolume of points already inside the reference box (vectorized staircase sum)."""
     P = nondominated(F)
     P = P[np.argsort(P[:, 0])]
-    hv = 0.0
-    prev_f2 = ref[1]
-    for f1, f2 in P:
-        hv += (ref[0] - f1) * (prev_f2 - f2)
-        prev_f2 = f2
-    return float(hv)
+    prev_f2 = np.concatenate([[ref[1]], P[:-1, 1]])
+    return float(np.sum((ref[0] - P[:, 0]) * (prev_f2 - P[:, 1])))
 
 
 def _hv3(F: np.ndarray, ref: np.ndarray) -> float:
-    """Exact 3-D hypervolume by slicing along the third objective (O(n² log n))."""
-    P = nondominated(F)
-    P = P[np.argsort(P[:, 2])]
+    """Exact 3-D hypervolume: sweep along the third objective keeping the 2-D staircase of the points
+    seen so far (sorted lists, area updated where a point enters), O(n log n) plus list edits."""
+    import bisect
+
+    P = F[np.argsort(F[:, 2], kind="stable")]
+    rx, ry, rz = (float(v) for v in ref)
+    xs: list[float] = []
+    ys: list[float] = []
+    area = 0.0
     hv = 0.0
     for k in range(P.shape[0]):
-        z_lo = P[k, 2]
-        z_hi = P[k + 1, 2] if k + 1 < P.shape[0] else ref[2]
-        if z_hi > z_lo:
-            hv += _hv2(P[: k + 1, :2], ref[:2]) * (z_hi - z_lo)
+        px, py = float(P[k, 0]), float(P[k, 1])
+        i = bisect.bisect_left(xs, px)
+        dominated = (i > 0 and ys[i - 1] <= py) or (i < len(xs) and xs[i] == px and ys[i] <= py)
+        if not dominated:
+            j = i
+            while j < len(xs) and ys[j] >= py:
+                j += 1
+            # the level below which the old staircase dominates, on [px, x_j), replaced by py
+            x_end = xs[j] if j < len(xs) else rx
+            level = ys[i - 1] if i > 0 else ry
+            x0 = px
+            for t in range(i, j):
+                area += (xs[t] - x0) * (level - py)
+                x0, level = xs[t], ys[t]
+            area += (x_end - x0) * (level - py)
+            xs[i:j] = [px]
+            ys[i:j] = [py]
+        z_next = float(P[k + 1, 2]) if k + 1 < P.shape[0] else rz
+        hv += area * (z_next - float(P[k, 2]))
     return float(hv)
 
 
@@ -227,3 +265,35 @@ def dtlz2_problem(n: int = 12, m: int = 3, preference: Callable | None = None) -
         pref = _tf(lambda v, batch=None: preference(torch.stack(objs(v["x"])), v["x"]), "preference")
     var = Variable("x", (n,), Domain("box", 0.0, 1.0))
     return MultiObjectiveProblem(variables=(var,), objectives=objectives, preference=pref)
+
+
+def dtlz_problem(which: int, n: int, m: int = 3) -> MultiObjectiveProblem:
+    """DTLZ1, DTLZ2 or DTLZ7 (pymoo's definitions, k = n − m + 1 distance variables) over x ∈ [0, 1]^n."""
+    import torch
+
+    if which == 2:
+        return dtlz2_problem(n, m)
+    if which not in (1, 7):
+        raise ValueError("DTLZ1, DTLZ2 and DTLZ7 are defined here")
+    k = n - m + 1
+
+    def objs(x: torch.Tensor) -> list[torch.Tensor]:
+        if which == 1:
+            xm = x[m - 1 :] - 0.5
+            g = 100.0 * (k + (xm**2 - torch.cos(20.0 * math.pi * xm)).sum())
+            out = []
+            for i in range(m):
+                f = 0.5 * (1.0 + g) * torch.prod(x[: m - 1 - i])
+                if i > 0:
+                    f = f * (1.0 - x[m - 1 - i])
+                out.append(f)
+            return out
+        g = 1.0 + 9.0 / k * x[-k:].sum()
+        f = x[: m - 1]
+        h = m - (f / (1.0 + g) * (1.0 + torch.sin(3.0 * math.pi * f))).sum()
+        return [*list(f), (1.0 + g) * h]
+
+    objectives = tuple(
+        (f"f{i + 1}", _tf(lambda v, batch=None, i=i: objs(v["x"])[i], f"dtlz{which} f{i + 1}")) for i in range(m)
+    )
+    return MultiObjectiveProblem(variables=(Variable("x", (n,), Domain("box", 0.0, 1.0)),), objectives=objectives)

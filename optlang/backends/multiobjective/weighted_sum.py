@@ -24,6 +24,7 @@ from optlang.backends.multiobjective.common import (
     batched_project_,
     cosine,
     front_info,
+    front_rule,
     hv_reference,
     refuse_multiobjective,
     safe_grads,
@@ -49,7 +50,7 @@ class WeightedSumOptions:
     lr: float = 0.02  # Adam step, in units of the domain width (box), radius (ball) or max(1, |x0|)
     lr_final: float = 1e-3  # cosine decay to this fraction of lr
     scalarization: str = "linear"  # "linear" (weighted sum) | "chebyshev" (weighted max)
-    front_max: int = 100  # at most this many points in info["front"]
+    front_max: int = 0  # points in info["front"]: 0 = all non-dominated seen; k > 0 = k kept by hypervolume
 
 
 class WeightedSum(Backend):
@@ -153,7 +154,12 @@ class WeightedSum(Backend):
             values = {n: np.asarray(v, dtype=np.float64) for n, v in fpts[knee].items()}
         else:
             values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in X.items()}
-        info.update(front=front_info(names, Ff, fpts, o.front_max), front_size=int(Ff.shape[0]), evaluations=int(evals))
+        info.update(
+            front=front_info(names, Ff, fpts, o.front_max),
+            front_size=int(Ff.shape[0]),
+            front_rule=front_rule(Ff.shape[0], o.front_max, m),
+            evaluations=int(evals),
+        )
         if m <= 3:
             ref = hv_reference(Ff)
             info["hypervolume"] = hypervolume(Ff, ref)

@@ -1,0 +1,355 @@
+"""Local polish of a preferred Pareto point: min φ over the Pareto-critical manifold, by SLSQP in float64.
+
+A point x is Pareto critical (box domains) when some λ ∈ Δ makes the reduced gradient of Σ λ_i F_i
+vanish. Near the answer of the M³ loop, the preferred point solves the smooth equality-constrained
+problem in (x_free, λ)
+
+    min φ(x)  s.t.  ∇_free (Σ λ_i F_i)(x) = 0,  Σ λ_i = 1,  λ ≥ 0,  lo ≤ x_free ≤ hi,
+
+where the coordinates sitting on a box bound that Σλ∇F pushes against are fixed there. Its
+first-order measure — the norm of ∇φ projected onto the manifold's tangent space (the null space of
+the constraint Jacobian [H_λ, Jᵀ; 0, 1ᵀ]) — is the `stationarity` that ends a ParetoM³ solve as
+`converged`. Only box and free variables, and at most `max_dim` free coordinates, are polished
+(Hessians are formed); anything else returns None and the loop's own stop decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from optlang.lazy import lazy_module
+from optlang.problem import MultiObjectiveProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
+
+
+@dataclass
+class Polished:
+    """A polished point: its values, multipliers, constraint residual and tangential stationarity."""
+
+    values: dict[str, np.ndarray]
+    lam: np.ndarray
+    residual: float  # ‖∇_free Σλ F‖ / (1 + max‖∇F_i‖)
+    stationarity: float  # ‖P_T ∇φ‖ / (1 + ‖∇φ‖)
+    iterations: int
+    evaluations: int  # point evaluations with gradient (Hessian products counted as one per coordinate)
+
+
+class _Flat:
+    """Maps a flat float64 vector to the problem's variables, with their box / simplex / ball structure."""
+
+    def __init__(self, problem: MultiObjectiveProblem) -> None:
+        self.vars = problem.variables
+        self.sizes = [int(np.prod(v.shape)) if v.shape else 1 for v in self.vars]
+        self.lo = np.concatenate(
+            [
+                np.full(s, v.domain.lo if v.domain.kind == "box" else -np.inf)
+                for v, s in zip(self.vars, self.sizes, strict=True)
+            ]
+        )
+        self.hi = np.concatenate(
+            [
+                np.full(s, v.domain.hi if v.domain.kind == "box" else np.inf)
+                for v, s in zip(self.vars, self.sizes, strict=True)
+            ]
+        )
+
+        # simplex variables: each is one group with Σ = 1 (its coordinates also lie in [0, 1])
+        self.grp = np.concatenate(
+            [
+                np.full(s, gi if v.domain.kind == "simplex" else -1)
+                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
+            ]
+        )
+        kinds = [v.domain.kind for v in self.vars]
+        self.groups = [gi for gi, k in enumerate(kinds) if k == "simplex"]
+        self.lo = np.where(self.grp >= 0, 0.0, self.lo)
+        self.hi = np.where(self.grp >= 0, 1.0, self.hi)
+        # ball variables: ‖x‖ ≤ r, one group each
+        self.bgrp = np.concatenate(
+            [
+                np.full(s, gi if v.domain.kind == "ball" else -1)
+                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
+            ]
+        )
+        self.balls = [(gi, float(v.domain.radius)) for gi, v in enumerate(self.vars) if v.domain.kind == "ball"]
+
+    def split(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        out, i = {}, 0
+        for v, s in zip(self.vars, self.sizes, strict=True):
+            out[v.name] = z[i : i + s].reshape(v.shape)
+            i += s
+        return out
+
+    def flat(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.asarray(values[v.name], dtype=np.float64).ravel() for v in self.vars])
+
+
+def polishable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
+    """True when every variable is box, simplex, ball or free and the problem has at most `max_dim` scalars."""
+    if problem.preference is None or any(
+        v.domain.kind not in ("box", "free", "simplex", "ball") for v in problem.variables
+    ):
+        return False
+    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables) <= max_dim
+
+
+def polish(
+    problem: MultiObjectiveProblem,
+    start: dict[str, np.ndarray],
+    max_dim: int = 200,
+    maxiter: int = 100,
+    stop: Callable[[], bool] | None = None,
+) -> Polished | None:
+    """SLSQP on the Pareto-critical formulation from `start`; None when not applicable or it failed.
+    `stop()` (the run's time limit / interrupt) ends SLSQP early; the point is then judged as it is."""
+    if not polishable(problem, max_dim):
+        return None
+    from scipy import optimize  # ≈0.2 s to import: only when a point is polished
+
+    fl = _Flat(problem)
+    fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+    pref = problem.preference.compile("cpu", torch.float64)
+    m = len(fns)
+    count = [0]
+
+    def jac_F(z: np.ndarray) -> np.ndarray:
+        zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
+        vals = fl.split(zt)
+        rows = [torch.autograd.grad(f(vals).reshape(()), zt, allow_unused=True)[0] for f in fns]
+        count[0] += 1
+        return np.stack([np.zeros(z.size) if r is None else r.numpy() for r in rows])
+
+    z0 = fl.flat(start)
+    if not np.all(np.isfinite(z0)):
+        return None
+    width = np.where(np.isfinite(fl.hi - fl.lo), fl.hi - fl.lo, 1.0 + np.abs(z0))
+    J0 = jac_F(z0)
+    if not np.all(np.isfinite(J0)):
+        return None
+    lam0 = _min_norm(J0)
+    g0 = lam0 @ J0
+    # fixed coordinates: on (or within 1e-3 of) a bound that the weighted gradient pushes against
+    at_lo = (z0 - fl.lo <= 1e-3 * width) & (g0 > 0)
+    at_hi = (fl.hi - z0 <= 1e-3 * width) & (g0 < 0)
+    # simplex coordinates: KKT says g_j = ν on the support, g_j ≥ ν off it; fix the small ones with g_j > ν̂
+    insimplex = fl.grp >= 0
+    at_lo &= ~insimplex
+    at_hi &= ~insimplex
+    for gi in fl.groups:
+        idx = np.flatnonzero(fl.grp == gi)
+        big = idx[z0[idx] > 1e-3]
+        nu_hat = float(np.median(g0[big])) if big.size else float(g0[idx].min())
+        at_lo[idx] = (z0[idx] <= 1e-3) & (g0[idx] > nu_hat + 1e-9 * (1 + abs(nu_hat)))
+    fixed = at_lo | at_hi
+    z0 = np.where(at_lo, fl.lo, np.where(at_hi, fl.hi, z0))
+    for gi in fl.groups:  # back onto the simplex after zeroing
+        idx = np.flatnonzero(fl.grp == gi)
+        z0[idx] = z0[idx] / max(z0[idx].sum(), 1e-300)
+    free = np.flatnonzero(~fixed)
+    nf = free.size
+    G = len(fl.groups)
+    gfree = fl.grp[free]
+    E = np.stack([(gfree == gi).astype(np.float64) for gi in fl.groups], 1) if G else np.zeros((nf, 0))
+    # balls: active when x̂ is on the sphere and Σλ̂∇F points inward (∇ΣλF + κ x = 0, ‖x‖² = r², κ ≥ 0);
+    # inactive ones only keep ‖x‖² ≤ r² as an inequality
+    bfree = fl.bgrp[free]
+    act_b, inact_b = [], []
+    for gi, rad in fl.balls:
+        ix = np.flatnonzero(bfree == gi)
+        nx = float(np.linalg.norm(z0[free][ix]))
+        on_sphere = nx >= rad * (1 - 1e-3) and float(g0[free][ix] @ z0[free][ix]) < 0
+        (act_b if on_sphere else inact_b).append((ix, rad))
+        if nx > 0 and (on_sphere or nx > rad):
+            z0[free[ix]] *= rad / nx
+    nb = len(act_b)
+
+    def full(v: np.ndarray) -> np.ndarray:
+        z = z0.copy()
+        z[free] = v[:nf]
+        return z
+
+    def phi(v: np.ndarray) -> tuple[float, np.ndarray]:
+        zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
+        p = pref(fl.split(zt)).reshape(())
+        (g,) = torch.autograd.grad(p, zt, allow_unused=True)
+        count[0] += 1
+        g = torch.zeros_like(zt) if g is None else g
+        out = np.zeros(v.size)
+        out[:nf] = g.numpy()[free]
+        return float(p.detach()), out
+
+    def cons_parts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(∇_free Σλ F, H_λ[free, free], J[:, free]) at the point."""
+        zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
+        lam = torch.as_tensor(v[nf : nf + m], dtype=torch.float64)
+        vals = fl.split(zt)
+        Fs = torch.stack([f(vals).reshape(()) for f in fns])
+        J = torch.stack([torch.autograd.grad(Fs[i], zt, retain_graph=True, create_graph=True)[0] for i in range(m)])
+        gl = (lam[:, None] * J).sum(0)[free]
+        H = np.zeros((nf, nf))
+        for r in range(nf):
+            (h,) = torch.autograd.grad(gl[r], zt, retain_graph=True, allow_unused=True)
+            if h is not None:
+                H[r] = h.detach().numpy()[free]
+        count[0] += 1 + nf
+        return gl.detach().numpy(), H, J.detach().numpy()[:, free]
+
+    cache: dict[bytes, tuple] = {}
+
+    def parts(v: np.ndarray) -> tuple:
+        key = v.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = cons_parts(v)
+        return cache[key]
+
+    def c_fun(v: np.ndarray) -> np.ndarray:
+        """[∇_free Σλ F − E ν + κ x (balls), Σ_group x − 1, ‖x_ball‖² − r², Σλ − 1]."""
+        gl, _, _ = parts(v)
+        x, nu, ka = v[:nf], v[nf + m : nf + m + G], v[nf + m + G :]
+        r1 = gl - E @ nu
+        for b, (ix, _) in enumerate(act_b):
+            r1[ix] += ka[b] * x[ix]
+        sph = [x[ix] @ x[ix] - rad**2 for ix, rad in act_b]
+        return np.concatenate([r1, E.T @ x - 1.0, sph, [v[nf : nf + m].sum() - 1.0]])
+
+    def c_jac(v: np.ndarray) -> np.ndarray:
+        _, H, Jf = parts(v)
+        return constraint_jacobian(H, Jf, E, v[:nf], [ix for ix, _ in act_b], v[nf + m + G :])
+
+    def ball_in(v: np.ndarray) -> np.ndarray:
+        return np.array([rad**2 - v[:nf][ix] @ v[:nf][ix] for ix, rad in inact_b])
+
+    def ball_in_jac(v: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(inact_b), v.size))
+        for b, (ix, _) in enumerate(inact_b):
+            out[b, ix] = -2.0 * v[:nf][ix]
+        return out
+
+    nu0 = np.array([float(np.mean(g0[free][gfree == gi])) if np.any(gfree == gi) else 0.0 for gi in fl.groups])
+    ka0 = np.array([max(0.0, -float(g0[free][ix] @ z0[free][ix])) / rad**2 for ix, rad in act_b])
+    v0 = np.concatenate([z0[free], lam0, nu0, ka0])
+    bounds = [
+        (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+        for lo, hi in zip(fl.lo[free], fl.hi[free], strict=True)
+    ]
+    bounds += [(0.0, 1.0)] * m + [(None, None)] * G + [(0.0, None)] * nb
+    cons = [{"type": "eq", "fun": c_fun, "jac": c_jac}]
+    if inact_b:
+        cons.append({"type": "ineq", "fun": ball_in, "jac": ball_in_jac})
+    try:
+        with np.errstate(all="ignore"):
+            res = optimize.minimize(
+                phi,
+                v0,
+                jac=True,
+                method="SLSQP",
+                bounds=bounds,
+                constraints=cons,
+                options={"maxiter": maxiter, "ftol": 1e-14},
+                callback=None if stop is None else _stopper(stop),
+            )
+    except (ValueError, np.linalg.LinAlgError, RuntimeError):
+        return None
+    v = np.asarray(res.x, dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        return None
+    v[:nf] = np.clip(v[:nf], fl.lo[free], fl.hi[free])
+    for ix, rad in act_b:  # exactly on the sphere
+        v[:nf][ix] *= rad / max(float(np.linalg.norm(v[:nf][ix])), 1e-300)
+    for gi in fl.groups:  # exactly on the simplex (SLSQP meets Σ = 1 to ~1e-15)
+        sel = gfree == gi
+        v[:nf][sel] = v[:nf][sel] / max(v[:nf][sel].sum(), 1e-300)
+    gl, H, Jf = cons_parts(v)
+    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(Jf))):
+        return None
+    lam = v[nf : nf + m]
+    residual = float(np.abs(c_fun(v)).sum()) / (1.0 + float(np.abs(Jf).max(initial=0.0)))
+    _, gphi = phi(v)
+    A = constraint_jacobian(H, Jf, E, v[:nf], [ix for ix, _ in act_b], v[nf + m + G :])
+    act = np.concatenate(
+        [
+            (v[:nf] <= fl.lo[free] + 1e-12) | (v[:nf] >= fl.hi[free] - 1e-12),
+            lam <= 1e-12,
+            np.zeros(G + nb, bool),
+        ]
+    )
+    stationarity = _tangential(gphi, A, act)
+    values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
+    return Polished(values, lam, residual, stationarity, int(res.nit), count[0])
+
+
+def _stopper(stop: Callable[[], bool]) -> Callable[..., None]:
+    """A SLSQP callback that ends the solve (StopIteration, scipy ≥ 1.11) once `stop()` is true."""
+
+    def cb(*_: object) -> None:
+        if stop():
+            raise StopIteration
+
+    return cb
+
+
+def _min_norm(J: np.ndarray) -> np.ndarray:
+    """λ ∈ Δ minimizing ‖λᵀJ‖ (projected gradient on the Gram matrix; m is small)."""
+    from optlang.backends.multiobjective.common import min_norm_faces
+
+    G = J @ J.T
+    if J.shape[0] <= 5:
+        return min_norm_faces(G[None])[0]
+    lam = np.full(J.shape[0], 1.0 / J.shape[0])
+    L = max(np.trace(G), 1e-300)
+    for _ in range(500):
+        lam = _proj_simplex(lam - G @ lam / L)
+    return lam
+
+
+def _proj_simplex(v: np.ndarray) -> np.ndarray:
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    k = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
+    return np.maximum(v - css[k] / (k + 1.0), 0.0)
+
+
+def constraint_jacobian(
+    H: np.ndarray,
+    Jf: np.ndarray,
+    E: np.ndarray,
+    x: np.ndarray | None = None,
+    balls: list[np.ndarray] | None = None,
+    kappa: np.ndarray | None = None,
+) -> np.ndarray:
+    """Jacobian of [∇Σλ F − Eν + Σ_b κ_b x_b, Eᵀx − 1, ‖x_b‖² − r_b², Σλ − 1] in (x_free, λ, ν, κ)."""
+    balls = balls or []
+    nf, m, G, nb = H.shape[0], Jf.shape[0], E.shape[1], len(balls)
+    Hk = H.copy()
+    Bc = np.zeros((nf, nb))
+    sph = np.zeros((nb, nf + m + G + nb))
+    for b, ix in enumerate(balls):
+        Hk[ix, ix] += kappa[b]
+        Bc[ix, b] = x[ix]
+        sph[b, ix] = 2.0 * x[ix]
+    top = np.concatenate([Hk, Jf.T, -E, Bc], 1)
+    mid = np.concatenate([E.T, np.zeros((G, m + G + nb))], 1)
+    bottom = np.concatenate([np.zeros(nf), np.ones(m), np.zeros(G + nb)])[None, :]
+    return np.concatenate([top, mid, sph, bottom], 0)
+
+
+def _tangential(g: np.ndarray, A: np.ndarray, active: np.ndarray) -> float:
+    """‖∇φ projected on the null space of the constraint Jacobian A, with the active bounds (x on a
+    bound, λ_i = 0) held fixed‖ / (1 + ‖∇φ‖): zero at a first-order point of the polish problem."""
+    E = np.eye(A.shape[1])[active]
+    A = np.concatenate([A, E], 0) if active.any() else A
+    from scipy.linalg import null_space
+
+    N = null_space(A, rcond=1e-10)
+    if N.size == 0:
+        return 0.0
+    return float(np.linalg.norm(N @ (N.T @ g))) / (1.0 + float(np.linalg.norm(g)))
