@@ -40,6 +40,7 @@ class Form:
     n_objectives: int = 1
     has_preference: bool = False
     matrix_vars: bool = False  # some real variable is 2-D
+    auto: tuple[str, ...] = ()  # dro: ambiguity parameters given as `auto` (chosen by validation)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property

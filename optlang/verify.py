@@ -177,6 +177,16 @@ def _continuous_objective(
         losses = np.asarray(evaluate_np(obj.expr, values), dtype=np.float64)
         info["mean_loss"] = float(losses.mean())
         amb = obj.ambiguity
+        problem, outer = compiled.problem, -1.0
+        if amb.auto:  # recompute at the values the backend chose by validation (info["auto"])
+            from optlang.backends.dro_auto import resolved
+
+            chosen = (info.get("auto") or {}).get("chosen")
+            if chosen is None:
+                checks.append(Check("auto_resolved", False, "the backend did not report its choice of the auto values"))
+                return None, checks
+            problem = resolved(problem, chosen)  # type: ignore[arg-type]
+            amb, outer = problem.ambiguity, float(chosen.get("outer_radius", -1.0))
         if amb.kind in ("chi2", "kl"):
             objective = robust_mean(losses, amb.kind, amb.radius)
         else:
@@ -184,7 +194,7 @@ def _continuous_objective(
             # documented defaults, recomputed here in float64 whichever backend produced the point
             from optlang.backends.tcdro import solution_report
 
-            objective, _, _ = solution_report(compiled.problem, values)  # type: ignore[arg-type]
+            objective, _, _ = solution_report(problem, values, outer_radius=outer)  # type: ignore[arg-type]
             objective = float(objective)
             ok = objective >= float(losses.mean()) * (1 - 1e-9) - 1e-9
             checks.append(
