@@ -70,6 +70,7 @@ def parse(
         ir = lower_source(source, dict(params or {}), dict(data or {}))
         form = classify(ir)
         model = Model(ir, form)
+        model.overrides = (dict(params or {}), dict(data or {}))  # what a sweep re-lowers each point with
         if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
             problem = model.compiled.problem
             model.form = replace(
@@ -89,6 +90,7 @@ class Model:
     def __init__(self, ir: ModelIR, form: Form) -> None:
         self.ir = ir
         self.form = form
+        self.overrides: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
 
     @property
     def name(self) -> str:
@@ -137,6 +139,22 @@ class Model:
             if e.span is None and e.key in spans:
                 e.span = spans[e.key]
             raise e.with_source(self.ir.source) from None
+
+    def sweep(
+        self,
+        params: Mapping[str, Any],
+        mode: str = "product",
+        backend: str | None = None,
+        seed: int = 0,
+        max_iter: int | None = None,
+        batch: bool = True,
+        executor: str = "inline",
+    ) -> Any:
+        """Solve over a grid of param values (`mode` product or zip) as one batched problem where the
+        kind allows (smooth, dro), else point by point; see optlang/sweep.py. Returns a SweepResult."""
+        from optlang.sweep import run_sweep
+
+        return run_sweep(self, params, mode, backend, seed, max_iter, batch, executor)
 
     def latex(self) -> str:
         from optlang.latex import model_latex

@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", default=None, help="write the result as JSON to this file")
     s.add_argument("--quiet", action="store_true", help="no progress display")
     s.set_defaults(func=cmd_solve)
-    for mod in ("optlang.compare", "optlang.bench"):
+    for mod in ("optlang.compare", "optlang.bench", "optlang.sweep"):
         try:
             module = __import__(mod, fromlist=["add_parser"])
         except ImportError:

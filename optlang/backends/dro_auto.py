@@ -31,6 +31,7 @@ import torch
 
 from optlang.backends.dro_common import Regions, make_regions, robust_value, single_region
 from optlang.problem import AUTO_GRIDS, DROProblem
+
 AUTO_OPTIONS = ("outer_radius",)  # tcdro options that may be `auto`
 
 
@@ -45,9 +46,7 @@ class Member:
     outer: float
 
 
-def robust_batch_objective(
-    losses_of: Any, members: list[Member], n: int
-) -> Any:
+def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any:
     """objective(vars) -> (B,) exact robust values: Σ_i w_bi ℓ_bi with member b's worst-case
     weights solved in float64 on its detached losses (Danskin's gradient), weight 0 off its subset."""
 
@@ -223,7 +222,5 @@ def _public(cand: dict[str, float]) -> dict[str, float]:
 
 def resolved(problem: DROProblem, chosen: dict[str, Any]) -> DROProblem:
     """The problem with the auto ambiguity parameters replaced by the chosen values."""
-    amb = dataclasses.replace(
-        problem.ambiguity, radius=float(chosen["radius"]), bins=int(chosen["bins"]), auto={}
-    )
+    amb = dataclasses.replace(problem.ambiguity, radius=float(chosen["radius"]), bins=int(chosen["bins"]), auto={})
     return dataclasses.replace(problem, ambiguity=amb)

@@ -341,8 +341,10 @@ class TCDRO(Backend):
     def _select(self, problem: DROProblem, o: TCDROOptions, ctx: RunContext) -> tuple[Any, dict[str, Any]]:
         """Choose the auto parameters by batched validation (dro_auto); None + a reason when impossible."""
         if any(v.domain.kind != "free" for v in problem.variables):
-            return None, {"error": "auto parameters need unconstrained variables (the batched validation fit "
-                          "has no projection); give the radius a value"}
+            return None, {
+                "error": "auto parameters need unconstrained variables (the batched validation fit "
+                "has no projection); give the radius a value"
+            }
         if o.batch_size or problem.n_samples > o.full_batch_max:
             return None, {"error": "auto parameters are chosen by full-batch fits; this problem is minibatched"}
         targets = region_targets(problem)
