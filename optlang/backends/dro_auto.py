@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from optlang.backends.dro_common import Regions, make_regions, robust_value, single_region
-from optlang.problem import AUTO_GRIDS, DROProblem
+from optlang.problem import DROProblem
 
 AUTO_OPTIONS = ("outer_radius",)  # tcdro options that may be `auto`
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from optlang.backends import dro_auto
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.dro_auto import AUTO_OPTIONS
 from optlang.backends.dro_common import (
     RADIUS_RULES,
     REGION_SCHEMES,
@@ -30,7 +31,6 @@ from optlang.backends.dro_common import (
     wasserstein_linear_value,
     weights_summary,
 )
-from optlang.backends.dro_auto import AUTO_OPTIONS
 from optlang.errors import OptionError
 from optlang.problem import DROProblem
 

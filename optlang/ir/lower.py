@@ -886,9 +886,8 @@ class Lowerer:
     def _auto(self, t: Tree) -> Auto | None:
         """`KEY = auto` or `KEY = auto in [c1, c2, ...]` (an option or keyword argument), else None."""
         val = t.children[1]
-        is_auto = (
-            isinstance(val, Tree) and val.data == "name" and str(val.children[0]) == "auto" and "auto" not in self.params
-        )
+        is_auto = isinstance(val, Tree) and val.data == "name" and str(val.children[0]) == "auto"
+        is_auto = is_auto and "auto" not in self.params
         if len(t.children) < 3:
             return Auto() if is_auto else None
         span = Span.of(t.children[2].meta)
@@ -902,7 +901,10 @@ class Lowerer:
         c = np.asarray(self._const(t.children[2], "the candidates of auto"), dtype=np.float64)
         if c.ndim != 1 or c.size == 0 or not np.all(np.isfinite(c)):
             raise ModelError(
-                "the candidates of auto are a non-empty list of numbers", span, hint="auto in [0.01, 0.1, 1]", code="E513"
+                "the candidates of auto are a non-empty list of numbers",
+                span,
+                hint="auto in [0.01, 0.1, 1]",
+                code="E513",
             )
         return Auto(tuple(float(v) for v in c))
 
