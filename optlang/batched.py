@@ -23,7 +23,8 @@ import torch
 from optlang.ir.nodes import Const, Node, Op, Var
 
 Path = tuple[int, ...]
-BatchFun = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # z (B, d) -> f (B,), grad (B, d)
+# fun(z_rows, rows) -> (f (R,), grad (R, d)) for the batch members `rows` (a LongTensor) at z_rows (R, d)
+BatchFun = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -124,9 +125,11 @@ def batched_function(
     return BatchedExpr(torch.func.vmap(single), single, consts, True)
 
 
-def call_batched(be: BatchedExpr, env: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Evaluate a BatchedExpr; falls back to a row loop (and remembers it) if vmap cannot batch an atom."""
-    full = {**env, **be.consts}
+def call_batched(be: BatchedExpr, env: Mapping[str, torch.Tensor], rows: torch.Tensor | None = None) -> torch.Tensor:
+    """Evaluate a BatchedExpr for the members `rows` (all if None; `env` holds those rows only);
+    falls back to a row loop (and remembers it) if vmap cannot batch an atom."""
+    consts = be.consts if rows is None else {k: v[rows] for k, v in be.consts.items()}
+    full = {**env, **consts}
     if be.vectorized:
         try:
             return be.fn(full)
@@ -192,7 +195,7 @@ def lbfgs(
     """
     z = z0.clone()
     B, d = z.shape
-    f, g = fun(z)
+    f, g = fun(z, torch.arange(B))
     S = torch.zeros(history, B, d, dtype=z.dtype, device=z.device)
     Y = torch.zeros_like(S)
     R = torch.zeros(history, B, dtype=z.dtype, device=z.device)  # 1 / (s·y); 0 = empty slot
@@ -229,18 +232,25 @@ def lbfgs(
         if it == 0:
             t = torch.clamp(1.0 / torch.clamp(g.abs().sum(1), min=1e-300), max=1.0)
         t[done] = 0.0
-        for _ in range(40):
-            zn = z + t[:, None] * p
-            fn_, gn = fun(zn)
-            ok = (fn_ <= f + 1e-4 * t * slope) & torch.isfinite(fn_) | done
-            if bool(ok.all()):
+        # Armijo with room for rounding (values equal to 1e-14 relative count as no increase);
+        # only the rows still searching are evaluated again
+        slack = 1e-14 * torch.clamp(f.abs(), min=1.0)
+        zn, fn_, gn = z.clone(), f.clone(), g.clone()
+        pending = ~done
+        for _ in range(30):
+            idx = torch.nonzero(pending).flatten()
+            if idx.numel() == 0:
                 break
-            t = torch.where(ok, t, 0.5 * t)
-        else:
-            t = torch.where(ok, t, torch.zeros_like(t))
-            zn = z + t[:, None] * p
-            fn_, gn = fun(zn)
+            zt = z[idx] + t[idx, None] * p[idx]
+            ft, gt = fun(zt, idx)
+            ok = (ft <= f[idx] + 1e-4 * t[idx] * slope[idx] + slack[idx]) & torch.isfinite(ft)
+            acc = idx[ok]
+            zn[acc], fn_[acc], gn[acc] = zt[ok], ft[ok], gt[ok]
+            pending[acc] = False
+            t[idx[~ok]] *= 0.25
+        t[pending] = 0.0
         moved = (t > 0) & ~done
+        done |= ~moved  # no decrease along a descent direction: the row is at its numerical optimum
         s = zn - z
         y = gn - g
         sy = (s * y).sum(1)
@@ -252,7 +262,6 @@ def lbfgs(
         head = (head + 1) % history
         rel = (f - fn_).abs() <= tol * torch.clamp(fn_.abs(), min=1.0)
         calm = torch.where(moved, torch.where(rel, calm + 1, torch.zeros_like(calm)), calm)
-        calm = torch.where(~moved & ~done, calm + 1, calm)  # a failed line search counts as calm
         z = torch.where(moved[:, None], zn, z)
         f = torch.where(moved, fn_, f)
         g = torch.where(moved[:, None], gn, g)
@@ -263,13 +272,13 @@ def lbfgs(
     return LBFGSOutcome(z, f, iters.cpu().numpy(), (done & fin).cpu().numpy(), fin.cpu().numpy())
 
 
-def value_and_grad(objective: Callable[[torch.Tensor], torch.Tensor]) -> BatchFun:
-    """fun(z) -> (f (B,), ∇f (B, d)) for an objective that maps z (B, d) to per-row values (B,)."""
+def value_and_grad(objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> BatchFun:
+    """fun(z, rows) -> (f (R,), ∇f (R, d)) for an objective mapping (z (R, d), rows) to values (R,)."""
 
-    def fun(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def fun(z: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         zz = z.detach().requires_grad_(True)
         with torch.enable_grad():
-            f = objective(zz)
+            f = objective(zz, rows)
             (g,) = torch.autograd.grad(f.sum(), zz)
         return f.detach(), g.detach()
 

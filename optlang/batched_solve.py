@@ -51,8 +51,8 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
     if kind == "smooth":
         sign = torch.tensor([-1.0 if o.form == "maximize" else 1.0 for o in obj], dtype=torch.float64)
 
-        def objective(z: torch.Tensor) -> torch.Tensor:
-            return sign * call_batched(be, layout.unpack(z))
+        def objective(z: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+            return sign[rows] * call_batched(be, layout.unpack(z), rows)
 
         out = lbfgs(value_and_grad(objective), z0, max_iter=iters)
         raw_values = [None] * B
@@ -76,9 +76,9 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
             members.append(dro_auto.Member(None, regions, base, resolve_mix(o.region_weights, base), outer))
             opts.append(o)
         robust = dro_auto.robust_batch_objective(
-            lambda env: call_batched(be, env), members, compiled[0].problem.n_samples
+            lambda env, rows: call_batched(be, env, rows), members, compiled[0].problem.n_samples
         )
-        out = lbfgs(value_and_grad(lambda z: robust(layout.unpack(z))), z0, max_iter=iters)
+        out = lbfgs(value_and_grad(lambda z, rows: robust(layout.unpack(z), rows)), z0, max_iter=iters)
         raw_values = []
         for b, (c, o) in enumerate(zip(compiled, opts, strict=True)):
             vals = layout.to_numpy(out.z, b)

@@ -46,17 +46,129 @@ class Member:
     outer: float
 
 
+def chi2_dual_batch(L: np.ndarray, P: np.ndarray, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`dro_common.chi2_dual` for G padded rows at once: values (G,) and worst-case weights (G, M).
+
+    Row g holds losses L[g] with probabilities P[g] (0 marks padding). Padding is placed just
+    below the row's smallest loss with probability 0: it adds pieces on which the dual function is
+    still exact, so the minimum over the clipped stationary points is unchanged (same closed form
+    as the scalar routine, vectorized over rows).
+    """
+    valid = P > 0
+    shift = np.where(valid, L, -np.inf).max(1)
+    v = L - shift[:, None]
+    low = np.where(valid, v, np.inf).min(1) - 1.0
+    v = np.where(valid, v, low[:, None])
+    order = np.argsort(-v, axis=1, kind="stable")
+    vs = np.take_along_axis(v, order, 1)
+    ps = np.take_along_axis(P, order, 1)
+    c2 = (1.0 + 2.0 * np.maximum(radius, 0.0))[:, None]
+    W = np.cumsum(ps, 1)
+    S1 = np.cumsum(ps * vs, 1)
+    S2 = np.cumsum(ps * vs * vs, 1)
+    var = np.maximum(S2 - S1 * S1 / W, 0.0)
+    hi = vs
+    lo = np.concatenate([vs[:, 1:], np.full((vs.shape[0], 1), -np.inf)], 1)
+    denom = c2 - 1.0 / W
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(denom > 0, np.sqrt(var / np.where(denom > 0, denom, 1.0)), np.inf)
+        eta_stat = (S1 - u) / W
+    eta = np.clip(np.where(np.isfinite(eta_stat), eta_stat, lo), lo, hi)
+    eta = np.where(np.isfinite(eta), eta, hi)
+    g = np.maximum(S2 - 2.0 * eta * S1 + W * eta * eta, 0.0)
+    f = eta + np.sqrt(c2) * np.sqrt(g)
+    best = np.argmin(f, 1)
+    rows = np.arange(L.shape[0])
+    eta_star = eta[rows, best]
+    excess = np.maximum(v - eta_star[:, None], 0.0) * P
+    tot = excess.sum(1)
+    point = np.where((v >= 0.0) & valid, P, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where((tot > 0)[:, None], excess / np.where(tot > 0, tot, 1.0)[:, None], point / point.sum(1)[:, None])
+    value = f[rows, best] + shift
+    flat = radius <= 0
+    if flat.any():
+        value = np.where(flat, (np.where(valid, L, 0.0) * P).sum(1), value)
+        q = np.where(flat[:, None], P, q)
+    return value, q
+
+
+class BatchDuals:
+    """The exact χ² worst-case weights of every member at once (regions padded into one array).
+
+    Inner: one padded row per (member, region), solved by `chi2_dual_batch`; outer: one padded row
+    of region values per member (robust: a χ² ball around the region masses; empirical: the
+    masses; balanced: uniform). Equal to looping `robust_value` over members (tested).
+    """
+
+    def __init__(self, members: list[Member], n: int) -> None:
+        groups: list[tuple[int, np.ndarray, float]] = []
+        self.kmax = max(m.regions.k for m in members)
+        self.group_k: list[int] = []
+        for b, m in enumerate(members):
+            base_idx = np.arange(n) if m.idx is None else m.idx
+            for k in range(m.regions.k):
+                groups.append((b, base_idx[m.regions.index(k)], float(m.regions.radii[k])))
+                self.group_k.append(k)
+        M = max(g[1].size for g in groups)
+        G = len(groups)
+        self.owner = np.array([g[0] for g in groups])
+        self.gidx = np.zeros((G, M), dtype=np.int64)
+        self.P = np.zeros((G, M))
+        for i, (_, idx, _) in enumerate(groups):
+            self.gidx[i, : idx.size] = idx
+            self.P[i, : idx.size] = 1.0 / idx.size
+        self.valid = self.P > 0
+        self.radius = np.array([g[2] for g in groups])
+        B = len(members)
+        self.masses = np.zeros((B, self.kmax))
+        self.mix_p = np.zeros((B, self.kmax))
+        self.outer = np.zeros(B)
+        for b, m in enumerate(members):
+            K = m.regions.k
+            self.masses[b, :K] = m.regions.masses
+            self.mix_p[b, :K] = {"balanced": np.full(K, 1.0 / K)}.get(m.mix, m.regions.masses)
+            self.outer[b] = m.outer if (m.mix == "robust" and K > 1) else 0.0
+        self.B = B
+        self.gk = np.array(self.group_k)
+
+    def weights(self, L: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Worst-case weights (R, N) of the members `rows`, whose losses are L (R, N)."""
+        pos = np.full(self.B, -1)
+        pos[rows] = np.arange(rows.size)
+        sel = np.nonzero(pos[self.owner] >= 0)[0]
+        owner, gidx, valid, gk = pos[self.owner[sel]], self.gidx[sel], self.valid[sel], self.gk[sel]
+        vals, q = chi2_dual_batch(L[owner[:, None], gidx], self.P[sel], self.radius[sel])
+        V = np.zeros((rows.size, self.kmax))
+        V[owner, gk] = vals
+        _, a = chi2_dual_batch(V, self.mix_p[rows], self.outer[rows])
+        W = np.zeros_like(L)
+        wq = a[owner, gk][:, None] * q
+        W[np.broadcast_to(owner[:, None], gidx.shape)[valid], gidx[valid]] = wq[valid]
+        return W
+
+
 def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any:
     """objective(vars) -> (B,) exact robust values: Σ_i w_bi ℓ_bi with member b's worst-case
-    weights solved in float64 on its detached losses (Danskin's gradient), weight 0 off its subset."""
+    weights solved in float64 on its detached losses (Danskin's gradient), weight 0 off its subset.
+    χ² members with robust/empirical/balanced mixes are solved all at once (BatchDuals)."""
+    fast = all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members)
+    duals = BatchDuals(members, n) if fast else None
 
-    def objective(values: dict[str, torch.Tensor]) -> torch.Tensor:
-        L = losses_of(values)  # (B, N)
+    def objective(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
+        L = losses_of(values, rows)  # (R, N)
         Lnp = L.detach().to("cpu", torch.float64).numpy()
+        bad = ~np.all(np.isfinite(Lnp), 1)
+        r = rows.cpu().numpy()
+        if duals is not None:
+            W = duals.weights(np.where(bad[:, None], 0.0, Lnp), r)
+            W[bad] = np.nan
+            return (torch.as_tensor(W, dtype=L.dtype, device=L.device) * L).sum(1)
         W = np.zeros_like(Lnp)
-        for b, m in enumerate(members):
+        for b, mb in enumerate(r):
+            m = members[mb]
             row = Lnp[b] if m.idx is None else Lnp[b, m.idx]
-            if not np.all(np.isfinite(row)):
+            if bad[b]:
                 W[b] = np.nan
                 continue
             rv = robust_value(row, m.regions, m.base, m.mix, m.outer)
@@ -150,19 +262,21 @@ def select(problem: DROProblem, options: Any, ctx: Any, targets: np.ndarray | No
     fn = problem.loss.compile("cpu", dtype)
     vfn = torch.func.vmap(lambda env: fn(env))
 
-    def losses_of(values: dict[str, torch.Tensor]) -> torch.Tensor:
+    def losses_of(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
         try:
             return vfn(values)
         except (RuntimeError, NotImplementedError):  # an atom without a batching rule: rows one by one
-            return torch.stack([fn({k: v[b] for k, v in values.items()}) for b in range(B)])
+            return torch.stack([fn({k: v[b] for k, v in values.items()}) for b in range(rows.numel())])
 
     obj = robust_batch_objective(losses_of, members, n)
     start = {k: v.detach().cpu().numpy() for k, v in init_tensors(problem.variables, ctx, requires_grad=False).items()}
     z0 = layout.pack([start] * B, dtype)
     max_iter = ctx.max_iter if ctx.max_iter is not None else 500
-    out = lbfgs(value_and_grad(lambda z: obj(layout.unpack(z))), z0, max_iter=max_iter, should_stop=ctx.should_stop)
+    out = lbfgs(
+        value_and_grad(lambda z, rows: obj(layout.unpack(z), rows)), z0, max_iter=max_iter, should_stop=ctx.should_stop
+    )
     with torch.no_grad():
-        L = losses_of(layout.unpack(out.z)).to(torch.float64).numpy()
+        L = losses_of(layout.unpack(out.z), torch.arange(B)).to(torch.float64).numpy()
     # pooled validation sums per (candidate or ERM)
     sums: dict[int, list[float]] = {}
     for b, (c, f) in enumerate(tags):
