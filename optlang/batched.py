@@ -182,7 +182,7 @@ def lbfgs(
     fun: BatchFun,
     z0: torch.Tensor,
     max_iter: int = 500,
-    tol: float = 1e-12,
+    tol: float = 1e-9,
     gtol: float = 1e-9,
     history: int = 20,
     should_stop: Callable[[], bool] | None = None,

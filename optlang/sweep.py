@@ -208,10 +208,7 @@ def run_sweep(
     points = grid(spec, mode)
     base_params, base_data = getattr(model, "overrides", ({}, {}))
     src = model.ir.source
-    models = [
-        optlang.parse(src.text, base_dir=src.base_dir, params={**base_params, **p}, data=base_data, path=src.path)
-        for p in points
-    ]
+    models = _lower_points(src, points, base_params, base_data)
     t_lower = time.perf_counter() - t0
     why = _cannot_batch(models, backend) if batch else "batching turned off"
     if why is None:
@@ -226,6 +223,36 @@ def run_sweep(
     results = _point_by_point(models, points, src.path, backend, seed, max_iter, executor, base_data)
     t = time.perf_counter() - t0
     return SweepResult(points, results, f"point by point ({executor}): {why}", False, {"lower": t_lower, "total": t})
+
+
+def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: dict) -> list[Any]:
+    """The model at every point. The text is parsed once; smooth and dro models are lowered from that
+    tree (the rest of optlang.parse only refines ising/maxcut forms, which go through parse)."""
+    import optlang
+    from optlang.api import Model
+    from optlang.compiler import classify
+    from optlang.errors import OptlangError
+    from optlang.grammar.parser import parse_tree
+    from optlang.ir.lower import Lowerer
+
+    def full(p: dict[str, float]) -> Any:
+        return optlang.parse(src.text, base_dir=src.base_dir, params={**params, **p}, data=data, path=src.path)
+
+    first = full(points[0])
+    if first.kind not in ("smooth", "dro"):
+        return [first] + [full(p) for p in points[1:]]
+    tree = parse_tree(src)
+    out = [first]
+    for p in points[1:]:
+        over = {**params, **p}
+        try:
+            ir = Lowerer(src, over, data).run(tree)
+            m = Model(ir, classify(ir))
+        except OptlangError as e:
+            raise e.with_source(src) from None
+        m.overrides = (over, dict(data))
+        out.append(m)
+    return out
 
 
 def _cannot_batch(models: list[Any], backend: str | None) -> str | None:
@@ -243,8 +270,9 @@ def _cannot_batch(models: list[Any], backend: str | None) -> str | None:
             return "wasserstein ambiguity (closed forms are solved per point)"
         if m.form.auto:
             return "auto parameters inside a sweep (each point runs its own validation)"
-        if m.plan(backend).chosen != "tcdro":
-            return f"the planned backend is {m.plan(backend).chosen}, not tcdro"
+        chosen = m.plan(backend).chosen
+        if chosen != "tcdro":
+            return f"the planned backend is {chosen}, not tcdro"
     return None
 
 
