@@ -201,7 +201,6 @@ def run_sweep(
     executor: str = "inline",
 ) -> SweepResult:
     """Solve `model` at every grid point; batched when the kind and the points allow it."""
-    import optlang
 
     t0 = time.perf_counter()
     spec = {k: ([float(v)] if np.ndim(v) == 0 else [float(x) for x in v]) for k, v in params.items()}  # type: ignore[arg-type]
