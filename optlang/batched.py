@@ -196,6 +196,7 @@ def lbfgs(
     z = z0.clone()
     B, d = z.shape
     f, g = fun(z, torch.arange(B))
+    f_start = f.abs().clone()
     S = torch.zeros(history, B, d, dtype=z.dtype, device=z.device)
     Y = torch.zeros_like(S)
     R = torch.zeros(history, B, dtype=z.dtype, device=z.device)  # 1 / (s·y); 0 = empty slot
@@ -268,7 +269,8 @@ def lbfgs(
         iters += (~done).long()
     small = g.abs().amax(1) <= gtol * torch.clamp(f.abs(), min=1.0)
     done |= small | (calm >= 3)
-    fin = torch.isfinite(f) & torch.isfinite(z).all(1)
+    # a value 1e12 times the start's (or non-finite) is taken as unbounded below: the row diverged
+    fin = torch.isfinite(f) & torch.isfinite(z).all(1) & (f.abs() <= 1e12 * torch.clamp(f_start, min=1.0))
     return LBFGSOutcome(z, f, iters.cpu().numpy(), (done & fin).cpu().numpy(), fin.cpu().numpy())
 
 

@@ -177,3 +177,17 @@ def test_cli_sweep(tmp_path, capsys) -> None:
     assert rc == 0
     assert len(json.loads(capsys.readouterr().out)["records"]) == 2
     assert main(["sweep", str(path), "-p", "lam=oops(1)"]) != 0
+
+
+def test_unbounded_point_is_diverged_and_the_others_unaffected() -> None:
+    text = "param lam = 0.1\nvar x[3]\nminimize sumsq(x - 1) + lam * sumsq(x)\n"
+    sw = optlang.parse(text).sweep({"lam": [-2.0, 0.1]})
+    assert sw.results[0].status.value == "diverged"
+    assert sw.results[1].ok and sw.results[1].values["x"] == pytest.approx([1 / 1.1] * 3, abs=1e-8)
+
+
+def test_maximize_sweep_keeps_the_user_sense() -> None:
+    text = "param lam = 0.1\nvar x\nmaximize -(x - 1)^2 - lam * x^2\n"
+    sw = optlang.parse(text).sweep({"lam": [1.0, 3.0]})
+    assert [r.values["x"] for r in sw.results] == pytest.approx([0.5, 0.25], abs=1e-8)
+    assert [r.objective for r in sw.results] == pytest.approx([-0.5, -0.75], abs=1e-10)
