@@ -182,7 +182,7 @@ def lbfgs(
     fun: BatchFun,
     z0: torch.Tensor,
     max_iter: int = 500,
-    tol: float = 1e-9,
+    tol: float = 1e-10,
     gtol: float = 1e-9,
     history: int = 20,
     should_stop: Callable[[], bool] | None = None,
@@ -206,6 +206,7 @@ def lbfgs(
     iters = torch.zeros(B, dtype=torch.long, device=z.device)
     done = ~active
     head = 0
+    t_last = torch.ones(B, dtype=z.dtype, device=z.device)
     for it in range(max_iter):
         small = g.abs().amax(1) <= gtol * torch.clamp(f.abs(), min=1.0)
         done |= small | (calm >= 3)
@@ -229,7 +230,9 @@ def lbfgs(
         if bool(bad.any()):  # not a descent direction: steepest descent for those rows
             p[bad] = -g[bad]
             slope = (p * g).sum(1)
-        t = torch.ones(B, dtype=z.dtype, device=z.device)
+        # first trial step: 1, or 4× the row's last accepted step when that was shorter (nonsmooth
+        # kinks make unit quasi-Newton steps fail repeatedly; this saves the re-backtracking)
+        t = torch.clamp(4.0 * t_last, max=1.0)
         if it == 0:
             t = torch.clamp(1.0 / torch.clamp(g.abs().sum(1), min=1e-300), max=1.0)
         t[done] = 0.0
@@ -251,6 +254,7 @@ def lbfgs(
             t[idx[~ok]] *= 0.25
         t[pending] = 0.0
         moved = (t > 0) & ~done
+        t_last = torch.where(moved, t, t_last)
         done |= ~moved  # no decrease along a descent direction: the row is at its numerical optimum
         s = zn - z
         y = gn - g
@@ -285,3 +289,20 @@ def value_and_grad(objective: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
         return f.detach(), g.detach()
 
     return fun
+
+
+def path_lbfgs(fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int = 8, **kw: Any) -> LBFGSOutcome:
+    """`lbfgs` warm-started along the path: first every `stride`-th row (and the last) from z0, then
+    every row from its nearest solved anchor (rows in grid order are neighbours on the path).
+    Small batches (< 2·stride rows) run `lbfgs` directly. Iterations count both phases."""
+    B = z0.shape[0]
+    if B < 2 * stride:
+        return lbfgs(fun, z0, max_iter=max_iter, **kw)
+    anchors = torch.unique(torch.cat([torch.arange(0, B, stride), torch.tensor([B - 1])]))
+    pre = lbfgs(lambda z, rows: fun(z, anchors[rows]), z0[anchors], max_iter=max_iter, **kw)
+    nearest = torch.argmin((torch.arange(B)[:, None] - anchors[None, :]).abs(), 1)
+    ok = torch.as_tensor(pre.finite)[nearest]
+    start = torch.where(ok[:, None], pre.z[nearest], z0)
+    out = lbfgs(fun, start, max_iter=max_iter, **kw)
+    out.iterations = out.iterations + pre.iterations[nearest.numpy()]
+    return out

@@ -273,7 +273,11 @@ def select(problem: DROProblem, options: Any, ctx: Any, targets: np.ndarray | No
     z0 = layout.pack([start] * B, dtype)
     max_iter = ctx.max_iter if ctx.max_iter is not None else 500
     out = lbfgs(
-        value_and_grad(lambda z, rows: obj(layout.unpack(z), rows)), z0, max_iter=max_iter, should_stop=ctx.should_stop
+        value_and_grad(lambda z, rows: obj(layout.unpack(z), rows)),
+        z0,
+        max_iter=max_iter,
+        tol=1e-9,
+        should_stop=ctx.should_stop,
     )
     with torch.no_grad():
         L = losses_of(layout.unpack(out.z), torch.arange(B)).to(torch.float64).numpy()
