@@ -325,6 +325,11 @@ class TCDRO(Backend):
         info["solver"] = out.solver
         if selection is not None:
             info["auto"] = selection
+            keys = [k for k in selection["chosen"] if k in selection["parameters"] or k == "outer_radius"]
+            chosen = ", ".join(f"{k} {selection['chosen'][k]:g}" for k in keys)
+            info["auto_choice"] = f"{chosen}, {selection['method'].split(' ')[0]}"
+                f"{chosen} ({selection['method'].split(' on ')[0]}; {len(selection['candidates'])} candidates)"
+            )
         status = out.status
         if not np.isfinite(value):
             status = Status.DIVERGED
