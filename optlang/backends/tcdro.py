@@ -328,8 +328,6 @@ class TCDRO(Backend):
             keys = [k for k in selection["chosen"] if k in selection["parameters"] or k == "outer_radius"]
             chosen = ", ".join(f"{k} {selection['chosen'][k]:g}" for k in keys)
             info["auto_choice"] = f"{chosen}, {selection['method'].split(' ')[0]}"
-                f"{chosen} ({selection['method'].split(' on ')[0]}; {len(selection['candidates'])} candidates)"
-            )
         status = out.status
         if not np.isfinite(value):
             status = Status.DIVERGED
