@@ -60,7 +60,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
             return sign[rows] * call_batched(be, layout.unpack(z), rows)
 
         out = path_lbfgs(value_and_grad(objective), z0, max_iter=iters, tol=TOL["smooth"])
-        raw_values = [None] * B
+        raw_values: list[float | None] = [None] * B
     elif kind == "dro":
         from optlang.backends import dro_auto
         from optlang.backends.tcdro import TCDRO, base_divergence, problem_regions, resolve_mix, solution_report
@@ -86,7 +86,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         out = path_lbfgs(
             value_and_grad(lambda z, rows: robust(layout.unpack(z), rows)), z0, max_iter=iters, tol=TOL["dro"]
         )
-        raw_values = []
+        raw_values = []  # the DRO branch only; the annotation above is the smooth branch's
         for b, (c, o) in enumerate(zip(compiled, opts, strict=True)):
             vals = layout.to_numpy(out.z, b)
             value, info, checks = solution_report(
@@ -107,7 +107,8 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
             status = Status.CONVERGED
         else:
             status = Status.ITERATION_LIMIT
-        own = float(out.f[b]) if raw_values[b] is None else float(raw_values[b])
+        rv = raw_values[b]
+        own = float(out.f[b]) if rv is None else float(rv)
         info = dict(extra[b].get("info", {}))
         info["sweep"] = {"batch": B, "index": b, "iterations": int(out.iterations[b]), "solver": BACKEND}
         raw = RawSolution(

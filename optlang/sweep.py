@@ -203,7 +203,9 @@ def run_sweep(
     """Solve `model` at every grid point; batched when the kind and the points allow it."""
 
     t0 = time.perf_counter()
-    spec = {k: ([float(v)] if np.ndim(v) == 0 else [float(x) for x in v]) for k, v in params.items()}  # type: ignore[arg-type]
+    spec: dict[str, list[float]] = {
+        k: [float(v)] if isinstance(v, (int, float)) else [float(x) for x in np.ravel(v)] for k, v in params.items()
+    }
     points = grid(spec, mode)
     base_params, base_data = getattr(model, "overrides", ({}, {}))
     src = model.ir.source
@@ -290,7 +292,7 @@ def _point_by_point(
         return [m.solve(backend=backend, seed=seed, max_iter=max_iter) for m in models]
     from optlang.executors import Job, make_executor, stream
 
-    base_params = getattr(models[0], "overrides", ({}, {}))[0]
+    base_params: dict[str, Any] = getattr(models[0], "overrides", ({}, {}))[0]
     jobs = [
         Job(
             model=path,
