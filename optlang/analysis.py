@@ -57,6 +57,8 @@ class Form:
             parts.append(f"{len(self.constraints)} general constraints")
         if self.ambiguity:
             parts.append(f"ambiguity {self.ambiguity}")
+        if self.auto:
+            parts.append(f"{', '.join(self.auto)} = auto (chosen by validation)")
         if self.kind == "multiobjective":
             parts.append(f"{self.n_objectives} objectives" + (", preference" if self.has_preference else ", front"))
         return "; ".join(parts)
