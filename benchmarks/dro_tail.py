@@ -17,6 +17,10 @@ the linear model (its closed form needs linear structure). For mlp / rf the weig
 chosen per split from WD_GRID by ERM's MSE on the inner validation split (below) and shared by
 every method of that split.
 
+--auto: the same choice made inside the backend — the radii of χ²-DRO and TC-DRO are `auto`
+(candidates RADIUS_GRID, TC-DRO also inner radius 0 with outer r), chosen by tcdro on 5 seeded folds
+of the training part in one batched fit (optlang/backends/dro/auto.py, docs/backends/tcdro.md).
+
 --select-radius: for each split, the radius of global χ²-DRO and of TC-DRO is chosen on an
 inner validation split of the TRAINING part only (VAL_FRAC held out, seeded by the split): each
 candidate and ERM are fitted on the inner-training part and scored on the validation part; the
@@ -66,6 +70,7 @@ RADIUS_GRID = (0.03, 0.1, 0.3, 1.0)  # --select-radius: candidate radii (χ²-DR
 VAL_FRAC = 0.25  # --select-radius: share of the training part held out for validation
 VAL_MSE_SLACK = 1.10  # --select-radius: admissible validation MSE, relative to ERM's (chosen on split seed 4000)
 SELECTED = ("chi2-DRO", "TC-DRO")  # methods whose radius --select-radius chooses
+AUTO = False  # --auto: those radii are `auto`, chosen inside tcdro (optlang/backends/dro/auto.py)
 INNER_SCALES = (1.0,)  # TC-DRO: inner radius ρ₀ = scale × outer radius; --select-radius picks among these
 MAX_ITER = 300  # L-BFGS iterations for every fit (every method, every model family)
 WD_GRID = (1e-3, 1e-2, 1e-1)  # nonlinear models: weight decay chosen per split by ERM's validation MSE
@@ -286,7 +291,10 @@ def run_dataset(
         for label, backend, amb, opts in methods(variants, bins):
             if label == "TC-DRO" and tc_opts:
                 opts = {**opts, **tc_opts}
-            if select and label in SELECTED:
+            if AUTO and label in SELECTED:  # --auto: the backend chooses (radius = auto, tcdro's K-fold)
+                amb = dataclasses.replace(amb, radius=float("nan"), auto={"radius": RADIUS_GRID})
+                chosen.setdefault(label, []).append("auto")
+            elif select and label in SELECTED:
                 r, sc, how = select_radius(backend, amb, opts, Xtr, ytr, seed=s, model=m, erm_mse=erm_val)
                 amb, opts = with_radius(amb, opts, r, sc)
                 note = f"{r:g}" + (f"/{sc:g}" if len(INNER_SCALES) > 1 and label == "TC-DRO" else "")
@@ -373,8 +381,15 @@ def main() -> None:
         help="TC-DRO inner radius / outer radius; several (e.g. 0,1): --select-radius chooses among them "
         "(default: 0,1 with --select-radius, else 1)",
     )
+    ap.add_argument(
+        "--auto",
+        action="store_true",
+        help="χ²-DRO and TC-DRO radii = auto: chosen by tcdro's batched K-fold validation (the backend's "
+        "version of --select-radius)",
+    )
     args = ap.parse_args()
-    global RADIUS_GRID, INNER_SCALES
+    global RADIUS_GRID, INNER_SCALES, AUTO
+    AUTO = args.auto
     set_val_mse_slack(args.val_mse_slack)
     scales = args.tc_inner_scales or ("0,1" if args.select_radius else "1")
     INNER_SCALES = tuple(float(v) for v in scales.split(","))

@@ -40,6 +40,7 @@ class Form:
     n_objectives: int = 1
     has_preference: bool = False
     matrix_vars: bool = False  # some real variable is 2-D
+    auto: tuple[str, ...] = ()  # dro: ambiguity parameters given as `auto` (chosen by validation)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -56,6 +57,8 @@ class Form:
             parts.append(f"{len(self.constraints)} general constraints")
         if self.ambiguity:
             parts.append(f"ambiguity {self.ambiguity}")
+        if self.auto:
+            parts.append(f"{', '.join(self.auto)} = auto (chosen by validation)")
         if self.kind == "multiobjective":
             parts.append(f"{self.n_objectives} objectives" + (", preference" if self.has_preference else ", front"))
         return "; ".join(parts)

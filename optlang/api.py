@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -89,6 +90,7 @@ def parse(
         ir = lower_source(source, _overrides(params), _overrides(data), allow_paths)
         form = classify(ir)
         model = Model(ir, form)
+        model.overrides = (dict(params or {}), dict(data or {}))  # what a sweep re-lowers each point with
         if form.kind in ("ising", "maxcut"):  # the lowering is cheap and tells the planner sizes and fields
             problem = model.compiled.problem
             assert isinstance(problem, IsingProblem)
@@ -174,6 +176,7 @@ class Model:
         self.form = form
         # when the model was loaded: the first solve's time limit counts from here (then from each call)
         self._loaded_at: float | None = None
+        self.overrides: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
 
     @property
     def name(self) -> str:
@@ -362,6 +365,23 @@ class Model:
             if e.span is None and e.key in spans:
                 e.span = spans[e.key]
             raise e.with_source(self.ir.source) from None
+
+    def sweep(
+        self,
+        params: Mapping[str, Any],
+        mode: str = "product",
+        backend: str | None = None,
+        seed: int = 0,
+        max_iter: int | None = None,
+        batch: bool = True,
+        executor: str = "inline",
+    ) -> Any:
+        """Solve over a grid of param values (`mode` product or zip) as one batched problem where the
+        kind allows (smooth, dro), else point by point; see optlang/sweep.py. Returns a SweepResult."""
+        # sweep sits above api (it solves through the executors, which load models through optlang):
+        # looked up when called, so api's import graph stays one-way
+        run_sweep = importlib.import_module("optlang.sweep").run_sweep
+        return run_sweep(self, params, mode, backend, seed, max_iter, batch, executor)
 
     def latex(self) -> str:
         from optlang.latex import model_latex

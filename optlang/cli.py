@@ -19,42 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from optlang import guard
+from optlang.cli_common import UsageError, parse_assignments, parse_value
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_USAGE, EXIT_MODEL, EXIT_PLAN, EXIT_SOLVE, EXIT_INTERRUPT = 0, 1, 2, 3, 4, 5, 130
 
 
-def _parse_assignments(items: list[str] | None, what: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise _Usage(f"{what} must be NAME=VALUE, got '{item}'")
-        k, v = item.split("=", 1)
-        k = k.strip()
-        if not k.isidentifier():
-            raise _Usage(f"'{k}' is not a valid name in {what} '{item}'")
-        out[k] = _value(v.strip()) if what == "-p" else v.strip()
-    return out
-
-
-def _value(v: str) -> Any:
-    try:
-        return int(v)
-    except ValueError:
-        pass
-    try:
-        return float(v)
-    except ValueError:
-        pass
-    if v.startswith("["):
-        try:
-            return json.loads(v)
-        except (json.JSONDecodeError, RecursionError):
-            raise _Usage(f"cannot read the list '{v[:40]}'") from None
-    return v  # a path to load
-
-
-class _Usage(Exception):
-    pass
+# the -p/-d parsing lives in cli_common (sweep uses it too); these names stay for cli's own callers
+_parse_assignments = parse_assignments
+_value = parse_value
+_Usage = UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,12 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_parser(sub)
     add_plan_parser(sub)
     add_solve_parser(sub)
-    from optlang import bench, fmt  # a broken import here is a bug to see, not a subcommand to hide
+    from optlang import bench, fmt, sweep  # a broken import here is a bug to see, not a subcommand to hide
     from optlang.compare import cli as compare_cli
 
     compare_cli.add_parser(sub)
     bench.add_parser(sub)
     fmt.add_parser(sub)
+    sweep.add_parser(sub)
     return p
 
 

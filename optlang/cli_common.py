@@ -8,6 +8,7 @@ notes and diagnostics go to stderr; nothing is wrapped when the stream is not a 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -186,3 +187,39 @@ def parse_options(items: Sequence[str] | None, value: Any) -> dict[str, Any]:
             raise ValueError(f"-O must be KEY=VALUE, got '{item}'")
         out[key.strip()] = value(v.strip())
     return out
+
+
+class UsageError(Exception):
+    """A command line that cannot be read (exit 2)."""
+
+
+def parse_assignments(items: list[str] | None, what: str) -> dict[str, Any]:
+    """-p/-d NAME=VALUE pairs: -p values are numbers, JSON lists or paths; -d values are paths."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UsageError(f"{what} must be NAME=VALUE, got '{item}'")
+        k, v = item.split("=", 1)
+        k = k.strip()
+        if not k.isidentifier():
+            raise UsageError(f"'{k}' is not a valid name in {what} '{item}'")
+        out[k] = parse_value(v.strip()) if what == "-p" else v.strip()
+    return out
+
+
+def parse_value(v: str) -> Any:
+    """A -p value: int, float, a JSON list, else a path to load."""
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        return float(v)
+    except ValueError:
+        pass
+    if v.startswith("["):
+        try:
+            return json.loads(v)
+        except (json.JSONDecodeError, RecursionError):
+            raise UsageError(f"cannot read the list '{v[:40]}'") from None
+    return v  # a path to load

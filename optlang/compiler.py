@@ -254,6 +254,7 @@ def classify(ir: ModelIR) -> Form:
         n_objectives=max(1, len(obj.entries)),
         has_preference=obj.prefer is not None,
         matrix_vars=any(len(v.shape) == 2 for v in variables),
+        auto=tuple(sorted(amb.auto)) if amb else (),
     )
 
 

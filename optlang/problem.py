@@ -262,6 +262,26 @@ class Ambiguity:
     base: Literal["chi2", "kl"] = "chi2"  # divergence inside target_conditional
     bins: int = 10
     edges: np.ndarray | None = None  # user-given region edges (target_conditional)
+    # parameters given as `auto` (LANGUAGE.md §3): name -> candidate grid; the backend chooses among
+    # them by validation (backends/dro_auto.py). An auto radius is NaN until chosen, so nothing can
+    # silently use a placeholder.
+    auto: dict[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Auto:
+    """The value `auto` (optionally `auto in [c1, c2, ...]`) of a numeric option or ambiguity parameter."""
+
+    candidates: tuple[float, ...] | None = None
+
+
+# the documented default candidates of `auto` (docs/backends/tcdro.md): radii as in
+# benchmarks/dro_tail.py --select-radius, bins around the language's default 10
+AUTO_GRIDS: dict[str, tuple[float, ...]] = {
+    "radius": (0.03, 0.1, 0.3, 1.0),
+    "bins": (5.0, 10.0, 20.0),
+    "outer_radius": (0.03, 0.1, 0.3, 1.0),
+}
 
 
 @dataclass(frozen=True)

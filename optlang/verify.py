@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from optlang.ir.model import ModelIR
 
 
-
 def robust_mean(losses: np.ndarray, kind: str, radius: float) -> float:
     """Worst-case mean of per-sample losses over a χ² or KL ball (LANGUAGE.md §3), float64."""
     from scipy.optimize import minimize_scalar  # only DRO checks need it (≈0.2 s to import)
@@ -188,6 +187,16 @@ def _continuous_objective(
         losses = np.asarray(evaluate_np(obj.expr, values), dtype=np.float64)
         info["mean_loss"] = float(losses.mean())
         amb = obj.ambiguity
+        problem, outer = compiled.problem, -1.0
+        if amb.auto:  # recompute at the values the backend chose by validation (info["auto"])
+            from optlang.backends.dro.auto import resolved
+
+            chosen = (info.get("auto") or {}).get("chosen")
+            if chosen is None:
+                checks.append(Check("auto_resolved", False, "the backend did not report its choice of the auto values"))
+                return None, checks
+            problem = resolved(problem, chosen)  # type: ignore[arg-type]
+            amb, outer = problem.ambiguity, float(chosen.get("outer_radius", -1.0))
         if amb.kind in ("chi2", "kl"):
             objective = robust_mean(losses, amb.kind, amb.radius)
         else:
@@ -195,8 +204,8 @@ def _continuous_objective(
             # documented defaults, recomputed here in float64 whichever backend produced the point
             from optlang.backends.dro.report import solution_report
 
-            assert isinstance(compiled.problem, DROProblem)
-            objective, _, _ = solution_report(compiled.problem, values)
+            assert isinstance(problem, DROProblem)
+            objective, _, _ = solution_report(problem, values, outer_radius=outer)
             objective = float(objective)
             ok = objective >= float(losses.mean()) * (1 - 1e-9) - 1e-9
             checks.append(

@@ -8,6 +8,7 @@ collected statement by statement (one per statement), then raised together as Mo
 from __future__ import annotations
 
 import difflib
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from optlang.ir.atoms import AMBIGUITY_FUNCS, ATOMS, GENERATORS
 from optlang.ir.model import ConstraintDecl, ModelIR, Objective, SolverDecl, VarDecl
 from optlang.ir.nodes import Const, Node, Op, Var
 from optlang.ir.types import BINARY, REAL, SPIN, Type
-from optlang.problem import Ambiguity, Domain
+from optlang.problem import AUTO_GRIDS, Ambiguity, Auto, Domain
 from optlang.source import Source, Span
 
 
@@ -561,7 +562,7 @@ class Lowerer:
                 code="E508",
             )
         kind = str(amb_t.children[0])
-        pos, kw = self._call_args(amb_t, keep_nodes=("by",))
+        pos, kw = self._call_args(amb_t, keep_nodes=("by",), allow_auto=True)
         aspan = Span.of(amb_t.meta)
         allowed = {
             "chi2": {"radius"},
@@ -577,11 +578,15 @@ class Lowerer:
                     hint=f"accepted: {', '.join(sorted(allowed))}",
                     code="E508",
                 )
-        if "radius" not in kw:
-            given = f"{pos[0]:g}" if pos and isinstance(pos[0], (int, float)) else "r"
+        numeric = [a for a in pos if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        if "radius" not in kw and numeric:  # chi2(0.1): a radius written positionally
+            given = f"{numeric[0]:g}"
             example = f"{kind}(chi2, radius = {given})" if kind == "target_conditional" else f"{kind}(radius = {given})"
             raise ModelError(f"{kind}() needs radius = r", aspan, hint=f"arguments are named: {example}", code="E508")
-        radius = _real(kw["radius"], aspan, "the radius", 0.0, np.inf, ModelError, "E508")
+        auto = self._ambiguity_auto(kind, kw, aspan)
+        radius = (
+            math.nan if "radius" in auto else _real(kw["radius"], aspan, "the radius", 0.0, np.inf, ModelError, "E508")
+        )
         base = "chi2"
         by = None
         edges = None
@@ -607,9 +612,37 @@ class Lowerer:
         elif pos:
             raise ModelError(f"{kind}() takes keyword arguments only", aspan, code="E508")
         p = _int(kw.get("p", 1), aspan, "wasserstein p (1 or 2)", 1, 2, ModelError, "E508")
-        bins = _int(kw.get("bins", 10), aspan, "bins", 1, 10**6, ModelError, "E508")
-        amb = Ambiguity(kind, radius, p=p, base=base, bins=bins, edges=edges)  # type: ignore[arg-type]  # kind is a known set
+        bins = 10 if "bins" in auto else _int(kw.get("bins", 10), aspan, "bins", 1, 10**6, ModelError, "E508")
+        amb = Ambiguity(kind, radius, p=p, base=base, bins=bins, edges=edges, auto=auto)  # type: ignore[arg-type]  # kind is a known set
         return Objective("robust", span, expr=loss, ambiguity=amb, ambiguity_by=by)
+
+    def _ambiguity_auto(self, kind: str, kw: dict[str, Any], span: Span) -> dict[str, tuple[float, ...]]:
+        """The ambiguity parameters given as `auto` (an omitted radius is `auto` except for
+        wasserstein), each with its candidate grid (the user's, else the documented default)."""
+        if "radius" not in kw:
+            if kind == "wasserstein":
+                raise ModelError(
+                    f"{kind}() needs radius = r", span, hint="for example wasserstein(radius = 0.1)", code="E508"
+                )
+            kw["radius"] = Auto()
+        out: dict[str, tuple[float, ...]] = {}
+        for key, v in kw.items():
+            if not isinstance(v, Auto):
+                continue
+            if key not in ("radius", "bins") or kind == "wasserstein":
+                raise ModelError(
+                    f"{kind}() cannot choose '{key}' by validation",
+                    span,
+                    hint="auto applies to radius (chi2, kl, target_conditional) and bins (target_conditional)",
+                    code="E513",
+                )
+            cands = v.candidates if v.candidates is not None else AUTO_GRIDS[key]
+            if key == "radius" and min(cands) < 0:
+                raise ModelError("radius candidates must be non-negative", span, code="E513")
+            if key == "bins" and (min(cands) < 1 or not all(float(c).is_integer() for c in cands)):
+                raise ModelError("bins candidates must be positive integers", span, code="E513")
+            out[key] = tuple(sorted(set(cands)))
+        return out
 
     def prefer_stmt(self, t: Tree) -> None:
         self.prefers.append((None, Span.of(t.meta), t.children[0]))
@@ -714,11 +747,12 @@ class Lowerer:
         for o in t.children[1:]:
             if o is None:
                 continue
-            key_tok, val = o.children
+            key_tok, val = o.children[:2]
             key = str(key_tok)
             if key in opts:
                 raise ModelError(f"option '{key}' is given twice", Span.of(key_tok), code="E504")
-            opts[key] = self._option_value(val)
+            auto = self._auto(o) if len(o.children) == 3 else None  # a bare `auto` stays the word "auto"
+            opts[key] = auto if auto is not None else self._option_value(val)
             spans[key] = Span.of(o.meta)
         self.solvers.append(SolverDecl(name, opts, span, spans))
 
@@ -1096,7 +1130,9 @@ class Lowerer:
             )
         return node.value
 
-    def _call_args(self, t: Tree, keep_nodes: tuple[str, ...] = ()) -> tuple[list[Any], dict[str, Any]]:
+    def _call_args(
+        self, t: Tree, keep_nodes: tuple[str, ...] = (), allow_auto: bool = False
+    ) -> tuple[list[Any], dict[str, Any]]:
         """Constant positional and keyword arguments of a call (numbers, strings, bare names)."""
         pos: list[Any] = []
         kw: dict[str, Any] = {}
@@ -1107,10 +1143,46 @@ class Lowerer:
                 key = str(a.children[0])
                 if key in kw:
                     raise ModelError(f"argument '{key}' is given twice", Span.of(a.meta), code="E512")
+                auto = self._auto(a)
+                if auto is not None and not allow_auto:
+                    raise ModelError(
+                        "`auto` is a value for ambiguity parameters and solver options only",
+                        Span.of(a.meta),
+                        hint="give a number here",
+                        code="E513",
+                    )
+                if auto is not None:
+                    kw[key] = auto
+                    continue
                 kw[key] = self.expr(a.children[1]) if key in keep_nodes else self._static(a.children[1])
             else:
                 pos.append(self._static(a))
         return pos, kw
+
+    def _auto(self, t: Tree) -> Auto | None:
+        """`KEY = auto` or `KEY = auto in [c1, c2, ...]` (an option or keyword argument), else None."""
+        val = t.children[1]
+        is_auto = isinstance(val, Tree) and val.data == "name" and str(val.children[0]) == "auto"
+        is_auto = is_auto and "auto" not in self.params
+        if len(t.children) < 3:
+            return Auto() if is_auto else None
+        span = Span.of(t.children[2].meta)
+        if not is_auto:
+            raise ModelError(
+                "`in [...]` after a value lists the candidates of `auto` only",
+                span,
+                hint="write KEY = auto in [c1, c2, ...]",
+                code="E513",
+            )
+        c = np.asarray(self._const(t.children[2], "the candidates of auto"), dtype=np.float64)
+        if c.ndim != 1 or c.size == 0 or not np.all(np.isfinite(c)):
+            raise ModelError(
+                "the candidates of auto are a non-empty list of numbers",
+                span,
+                hint="auto in [0.01, 0.1, 1]",
+                code="E513",
+            )
+        return Auto(tuple(float(v) for v in c))
 
     def _static(self, t: Tree) -> Any:
         if isinstance(t, Tree) and t.data == "string":

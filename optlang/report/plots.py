@@ -435,3 +435,17 @@ def profile_svg(
     ax.set_title(title, loc="left")
     direct_labels(ax, ends, height, {b: st[b].marker for b in st})
     return to_svg(fig, title)
+
+
+@_rc
+def sweep_svg(xs: Sequence[float], ys: Sequence[float], title: str, xlabel: str, ylabel: str, logx: bool) -> str:
+    """One column of a parameter sweep against the swept parameter (points joined, NaN gaps left open)."""
+    fig = _draw(3.0)
+    ax = _axes(fig)
+    ax.plot(xs, ys, color=PALETTE[0], marker=MARKERS[0], ms=3.5, lw=1.6)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, loc="left")
+    return to_svg(fig, title)

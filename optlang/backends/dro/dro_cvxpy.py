@@ -140,6 +140,11 @@ class DROCvxpy(Backend):
         base = super().refuse(form)
         if base:
             return base
+        if getattr(form, "auto", ()):
+            return (
+                f"{', '.join(form.auto)} = auto is chosen by validation, which dro-cvxpy does not do; use tcdro "
+                "or give a number"
+            )
         if form.constraints:
             return "dro-cvxpy handles variable domains only, not general constraints: " + "; ".join(form.constraints)
         if form.ambiguity == "wasserstein" and not form.linear_residual:

@@ -44,6 +44,11 @@ class ERM(Backend):
         base = super().refuse(form)
         if base:
             return base
+        if getattr(form, "auto", ()):
+            return (
+                f"{', '.join(form.auto)} = auto is chosen by validation, which erm does not do; use tcdro "
+                "or give a number"
+            )
         if form.constraints:
             return "erm handles variable domains only, not general constraints: " + "; ".join(form.constraints)
         return None

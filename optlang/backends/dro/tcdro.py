@@ -11,6 +11,7 @@ report it shares with `erm` and `dro-cvxpy` is in report.py.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.common import check_choice
+from optlang.backends.dro import auto as dro_auto
+from optlang.backends.dro.auto import AUTO_OPTIONS
 from optlang.backends.dro.common import (
     RADIUS_RULES,
     REGION_SCHEMES,
@@ -44,6 +47,12 @@ class TCDROOptions:
     dual: str = "closed_form"  # minibatch duals: closed_form (refreshed exactly) | joint (also trained)
     refresh: int = 0  # minibatch: steps between exact dual refreshes (0: once per epoch)
     polish_iter: int = 200  # float32 L-BFGS runs end with up to this many float64 iterations (0: off)
+    # `auto` parameters (dro_auto.py): validation on the training data alone
+    select: str = "kfold"  # kfold | holdout
+    folds: int = 5  # kfold: number of seeded folds
+    val_frac: float = 0.25  # holdout: share held out
+    val_slack: float = 1.10  # admissible validation mean loss, relative to ERM's
+    tail_quantile: float = 0.9  # validation tail: targets at or above this quantile of the training targets
 
 
 class TCDRO(Backend):
@@ -55,6 +64,27 @@ class TCDRO(Backend):
     priority = 10
     Options = TCDROOptions
     preload = ("torch._dynamo",)  # torch.optim imports it on first use
+
+    def make_options(self, given: Any) -> TCDROOptions:
+        """As the base, plus `outer_radius = auto [in [...]]`: kept aside as `_auto` for dro_auto."""
+        from optlang.problem import AUTO_GRIDS, Auto
+
+        given = dict(given)
+        auto: dict[str, tuple[float, ...]] = {}
+        for key, value in list(given.items()):
+            if isinstance(value, Auto) or (value == "auto" and key in AUTO_OPTIONS):
+                if key not in AUTO_OPTIONS:
+                    raise OptionError(
+                        key,
+                        f"option '{key}' of '{self.name}' cannot be chosen by validation",
+                        hint=f"auto applies to {', '.join(AUTO_OPTIONS)} and to the ambiguity's radius and bins",
+                    )
+                cands = value.candidates if isinstance(value, Auto) and value.candidates else AUTO_GRIDS[key]
+                auto[key] = tuple(sorted(set(float(c) for c in cands)))
+                del given[key]
+        opts = super().make_options(given)
+        opts._auto = auto  # type: ignore[attr-defined]
+        return opts
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)
@@ -85,6 +115,14 @@ class TCDRO(Backend):
         check_choice(self.name, "region_weights", o.region_weights, ("auto", *REGION_WEIGHTS))
         check_choice(self.name, "solver", o.solver, ("auto", "lbfgs", "adam"))
         check_choice(self.name, "dual", o.dual, ("closed_form", "joint"))
+        check_choice(self.name, "select", o.select, ("kfold", "holdout"))
+        selection = None
+        if problem.ambiguity.auto or getattr(o, "_auto", None):
+            chosen, selection = self._select(problem, o, ctx)
+            if chosen is None:
+                return RawSolution(Status.ERROR, {}, info={"error": selection["error"], "auto": selection})
+            problem = dro_auto.resolved(problem, chosen)
+            o = dataclasses.replace(o, outer_radius=float(chosen.get("outer_radius", o.outer_radius)))
         amb = problem.ambiguity
         cfg = TrainConfig(
             solver=o.solver,
@@ -127,6 +165,11 @@ class TCDRO(Backend):
             problem, out.values, o.regions, o.radius_rule, o.region_weights, o.outer_radius
         )
         info["solver"] = out.solver
+        if selection is not None:
+            info["auto"] = selection
+            keys = [k for k in selection["chosen"] if k in selection["parameters"] or k == "outer_radius"]
+            chosen = ", ".join(f"{k} {selection['chosen'][k]:g}" for k in keys)
+            info["auto_choice"] = f"{chosen}, {selection['method'].split(' ')[0]}"
         status = out.status
         if not np.isfinite(value):
             status = Status.DIVERGED
@@ -139,6 +182,20 @@ class TCDRO(Backend):
             info=info,
             checks=checks,
         )
+
+    def _select(self, problem: DROProblem, o: TCDROOptions, ctx: RunContext) -> tuple[Any, dict[str, Any]]:
+        """Choose the auto parameters by batched validation (dro_auto); None + a reason when impossible."""
+        if any(v.domain.kind != "free" for v in problem.variables):
+            return None, {
+                "error": "auto parameters need unconstrained variables (the batched validation fit "
+                "has no projection); give the radius a value"
+            }
+        if o.batch_size or problem.n_samples > o.full_batch_max:
+            return None, {"error": "auto parameters are chosen by full-batch fits; this problem is minibatched"}
+        targets = region_targets(problem)
+        if problem.ambiguity.kind == "target_conditional" and targets is None:
+            return None, {"error": "target_conditional needs per-sample targets"}
+        return dro_auto.select(problem, o, ctx, targets)
 
     def _wasserstein_square_p1(self, problem: DROProblem, ctx: RunContext) -> RawSolution:
         """Square loss in a type-1 Wasserstein ball: any w ≠ 0 has an infinite worst case, so w = 0."""
