@@ -221,6 +221,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     con = Console(highlight=False, soft_wrap=True)
@@ -232,7 +233,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for c in p.candidates:
         mark = "[bold green]→[/]" if c.name == p.chosen else ("[green]✓[/]" if c.accepted else "[red]✗[/]")
         why = c.reason + ("" if c.auto or not c.accepted else " (baseline: only when named)")
-        t.add_row(mark, c.name, why)
+        t.add_row(mark, c.name, escape(why))  # escape: "[cvxpy]" in a refusal is text, not rich markup
     con.print(t)
     con.print(f"chosen: [bold]{p.chosen}[/bold]" + (" (forced)" if p.forced else ""))
     return EXIT_OK
