@@ -14,6 +14,7 @@ import numpy as np
 from optlang.analysis import Form
 from optlang.backends import registry
 from optlang.backends.base import COMMON_OPTIONS, RawSolution, RunContext, Status, interrupt_to_flag
+from optlang.backends.stopping import stop_reason
 from optlang.compiler import Compiled, classify, compile_problem
 from optlang.errors import DataError, OptionError, OptlangError, ParseError
 from optlang.ir.lower import lower_source
@@ -216,6 +217,8 @@ class Model:
             if bound_mode == "sdp" and raw.status.has_solution:
                 raw = _add_sdp_bound(compiled, raw, ctx)
         t_solve = ctx.elapsed()
+        if raw.status.has_solution:
+            raw.info.setdefault("stop", stop_reason(raw.status))  # why it ended, for every backend
         if not raw.history and ctx.history:
             raw.history = list(ctx.history)
         return verify(
