@@ -187,6 +187,9 @@ class Model:
         backend_options = self._backend_options(b.name, opts)
 
         b.prepare()  # the backend's imports, before any clock starts
+        if bound_mode == "sdp":  # the bound's torch and network code, too
+            registry.get("gnnsdp").prepare()
+            import optlang.backends.maxcut_sdp.model  # noqa: F401
         t0 = time.perf_counter()
         compiled = self.compiled
         t_compile = time.perf_counter() - t0
