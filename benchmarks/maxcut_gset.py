@@ -96,7 +96,7 @@ def main() -> None:
         row = f"{g:<5} {p.n:>5} {bk:>6.0f}"
         for m in methods:
             b = backend(m)
-            o = b.make_options(opts.get(m, {}))
+            o = b.make_options({"patience": 0, **opts.get(m, {})})  # equal wall time: no stagnation stop
             cuts, walls = [], []
             for seed in range(args.seeds):
                 ctx = RunContext(seed=seed, time_limit=tl)

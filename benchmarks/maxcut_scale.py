@@ -70,7 +70,7 @@ def worker(graph: str, n: int, method: str, tl: float, device: str, seed: int) -
         b = Neal()
     ctx = RunContext(seed=seed, time_limit=tl, device=device)
     t = time.perf_counter()
-    r = b.solve(p, b.make_options({}), ctx)
+    r = b.solve(p, b.make_options({"patience": 0}), ctx)  # equal wall time: no stagnation stop
     wall = time.perf_counter() - t
     first_t, first_e = r.history[0][0], r.history[0][1]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

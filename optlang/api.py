@@ -17,6 +17,7 @@ import numpy as np
 from optlang.analysis import Form
 from optlang.backends import registry
 from optlang.backends.base import COMMON_OPTIONS, RawSolution, RunContext, Status, interrupt_to_flag
+from optlang.backends.stopping import stop_reason
 from optlang.compiler import Compiled, classify, compile_problem
 from optlang.errors import DataError, OptionError, OptlangError, ParseError
 from optlang.ir.lower import lower_source
@@ -436,6 +437,9 @@ class Model:
         backend_options = self._backend_options(b.name, opts)
 
         b.prepare()  # the backend's imports, before any clock starts
+        if bound_mode == "sdp":  # the bound's torch and network code, too
+            registry.get("gnnsdp").prepare()
+            import optlang.backends.maxcut.model  # noqa: F401
         t0 = time.perf_counter()
         compiled = self.compiled
         t_compile = time.perf_counter() - t0
@@ -468,6 +472,8 @@ class Model:
             if bound_mode == "sdp" and raw.status.has_solution:
                 raw = _add_sdp_bound(compiled, raw, ctx)
         t_solve = time.perf_counter() - t_backend
+        if raw.status.has_solution:
+            raw.info.setdefault("stop", stop_reason(raw.status))  # why it ended, for every backend
         if not raw.history and ctx.history:
             raw.history = list(ctx.history)
         log = _warning_log(caught)

@@ -264,7 +264,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for c in p.candidates:
         mark = "[bold green]→[/]" if c.name == p.chosen else ("[green]✓[/]" if c.accepted else "[red]✗[/]")
         why = c.reason + ("" if c.auto or not c.accepted else " (baseline: only when named)")
-        t.add_row(mark, c.name, escape(why))
+        t.add_row(mark, c.name, escape(why))  # escape: "[cvxpy]" in a refusal is text, not rich markup
     con.print(t)
     con.print(f"chosen: [bold]{p.chosen}[/bold]" + (" (forced)" if p.forced else ""))
     return EXIT_OK

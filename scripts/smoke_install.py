@@ -113,11 +113,15 @@ def check_optional(exe: str, models: Path) -> list[str]:
         if importlib.util.find_spec(module) is not None:
             continue  # installed here: nothing to refuse
         sentence = f"pip install 'optlang-dsl[{extra}]'"
-        rc, text = _run(exe, ["plan", str(model)], models, 120)
-        if rc != EXIT_OK or "needs optional package" not in text or sentence not in text.replace("\n", " "):
+        rc, text = _run(exe, ["plan", str(model), "--json"], models, 120)  # JSON: no table wrapping
+        try:
+            reason = next(c["reason"] for c in json.loads(text)["candidates"] if c["name"] == backend)
+        except (ValueError, KeyError, StopIteration):
+            reason = ""
+        if rc != EXIT_OK or not reason.startswith("needs optional package") or sentence not in reason:
             problems.append(f"plan does not list {backend} as needing [{extra}]:\n{text[-1500:]}")
         rc, text = _run(exe, ["solve", str(model), "-b", backend], models, 120)
-        if rc != EXIT_PLAN or "Traceback" in text or "needs optional package" not in text:
+        if rc != EXIT_PLAN or "Traceback" in text or sentence not in text.replace("\n", " "):
             problems.append(f"solve -b {backend} without [{extra}]: exit {rc}, not a clean refusal:\n{text[-1500:]}")
         else:
             print(f"solve -b {backend} (no [{extra}]): refused — " + text.strip().splitlines()[0][:90])

@@ -50,6 +50,18 @@ def test_missing_optional_package_is_a_clean_refusal(
     assert m.solve().status == Status.OPTIMAL  # everything else still works
 
 
+def test_cli_plan_prints_the_install_sentence_verbatim(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from optlang import cli
+
+    real = base.module_present
+    monkeypatch.setattr(base, "module_present", lambda name: False if name == "cvxpy" else real(name))
+    monkeypatch.setenv("COLUMNS", "200")
+    assert cli.main(["plan", str(MODELS / "maxcut_petersen.opt")]) == 0
+    assert "needs optional package cvxpy (pip install 'optlang-dsl[cvxpy]')" in capsys.readouterr().out
+
+
 def test_dro_cvxpy_needs_the_cvxpy_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     real = base.module_present
     monkeypatch.setattr(base, "module_present", lambda name: False if name == "cvxpy" else real(name))

@@ -59,3 +59,11 @@ def test_verify_downgrades_an_optimal_claim_with_a_gap() -> None:
     r = verify(m.ir, m.form, compiled, raw, m.plan("bruteforce"), "bruteforce", {"solve": 0.0}, RunContext())
     assert r.status == Status.FEASIBLE and r.gap > OPTIMAL_GAP_TOL
     assert r.info["status_claimed"] == "optimal" and "does not prove" in r.info["status_note"]
+
+
+def test_a_certified_bound_that_meets_a_heuristic_state_proves_it() -> None:
+    m = optlang.load(MODELS / "maxcut_petersen.opt")
+    r = m.solve("localsearch", options={"bound": "sdp"})  # integer weights: SDP 12.5 → bound 12
+    assert r.objective == 12.0 and r.bound == pytest.approx(12.0)
+    assert r.status == Status.OPTIMAL and "proves" in r.info["status_note"]
+    assert m.solve("localsearch").status == Status.FEASIBLE  # no bound, no proof

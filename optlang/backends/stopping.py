@@ -7,7 +7,8 @@ A time limit is a cap, not a budget to fill: a loop ends as soon as
     seconds again as it took to reach that best. Early fast progress is never cut short, a run that
     keeps improving goes on to its limit, and a solved tiny instance stops in milliseconds.
 Backends record why they stopped in `info["stop"]`: proved | stagnated | converged | time_limit |
-iteration_limit | interrupted | rounds (their own no-limit default).
+iteration_limit | interrupted | diverged | finished (the backend's own stopping rule, e.g. its
+round count without a limit).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 STOP_REASONS = (
-    "proved", "stagnated", "converged", "time_limit", "iteration_limit", "interrupted", "diverged", "rounds"
+    "proved", "stagnated", "converged", "time_limit", "iteration_limit", "interrupted", "diverged", "finished"
 )
 
 
@@ -31,9 +32,17 @@ class Stagnation:
     rounds: int = 0
     best_round: int = 0
     best_time: float = 0.0
+    start: float | None = None  # `elapsed` at the first update: seconds count from the loop's start
 
     def update(self, value: float, elapsed: float) -> bool:
-        """Record one round's best value (minimization) at `elapsed` seconds; True when stagnated."""
+        """Record one round's best value (minimization) at `elapsed` seconds; True when stagnated.
+
+        Times are taken relative to the first update, so time spent before the loop (loading,
+        compiling, imports: the time limit's clock starts at the model's load) does not stretch
+        the "as many seconds again" part of the rule."""
+        if self.start is None:
+            self.start = elapsed
+        elapsed -= self.start
         self.rounds += 1
         if not math.isfinite(self.best) or value < self.best - self.rtol * max(self.floor, abs(self.best)):
             if value < self.best:
@@ -43,3 +52,15 @@ class Stagnation:
             return False
         stale = self.rounds - self.best_round
         return stale >= max(self.patience, self.best_round) and elapsed - self.best_time >= self.best_time
+
+
+def stop_reason(status: str) -> str:
+    """The stop reason a status implies, for backends whose loops do not record their own."""
+    return {
+        "optimal": "proved",
+        "converged": "converged",
+        "time_limit": "time_limit",
+        "iteration_limit": "iteration_limit",
+        "interrupted": "interrupted",
+        "diverged": "diverged",
+    }.get(str(status), "finished")

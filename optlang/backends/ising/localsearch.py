@@ -87,7 +87,7 @@ class LocalSearch(Backend):
         elif ctx.max_iter is not None:
             status, stop = Status.ITERATION_LIMIT, "iteration_limit"
         else:
-            status, stop = Status.FEASIBLE, "rounds"
+            status, stop = Status.FEASIBLE, "finished"
         return RawSolution(
             status=status,
             values={"s": s},

@@ -102,7 +102,7 @@ class Neal(Backend):
                 best_s = samples_to_array(ss, n)[j]
                 ctx.report(best_E)
 
-        stop = "rounds"
+        stop = "finished"
         if options.fill_time and ctx.time_limit is not None:
             run(1)  # calibration read
             stagnation = Stagnation(options.patience)

@@ -264,7 +264,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
     elif ctx.max_iter is not None and rounds >= ctx.max_iter:
         status, stop = Status.ITERATION_LIMIT, "iteration_limit"
     else:
-        status, stop = Status.FEASIBLE, "rounds"
+        status, stop = Status.FEASIBLE, "finished"
     info: dict[str, Any] = {
         **ising_info(problem, E),
         "n_spins": n,
