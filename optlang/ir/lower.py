@@ -49,6 +49,7 @@ _BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "matmul": "ma
 MAX_NESTING = 100
 # Chains longer than this are balanced; shorter ones keep the left-to-right tree of the source.
 BALANCE_FROM = 16
+MAX_SOURCE_CHARS = 16 * 2**20  # a model is text a person could read; data belongs in files (load())
 MAX_DIM = 2**40  # a dimension beyond this cannot be allocated anywhere; refused before the memory check
 
 
@@ -62,6 +63,15 @@ def lower_source(
 
     load() reads only inside the model's folder and `allow_paths` (overrides may name any file).
     """
+    if len(source.text) > MAX_SOURCE_CHARS:
+        raise ParseError(
+            f"the model text is {len(source.text) / 2**20:.1f} MB, more than the {MAX_SOURCE_CHARS // 2**20} MB "
+            "a model may be",
+            None,
+            hint="put large data in files and read them with load()",
+            source=source,
+            code="E109",
+        )
     tree = parse_tree(source)
     check_nesting(tree, source)
     try:
