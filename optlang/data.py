@@ -726,7 +726,8 @@ class _EdgeSet:
 def random_regular(n: int, d: int, seed: int | None, weights: str, span: Span | None) -> Graph:
     """A random simple d-regular graph: the configuration model, with bounded work.
 
-    Up to REGULAR_TRIES stub pairings are drawn (a simple one is exactly uniform); if none is simple,
+    Up to REGULAR_TRIES stub pairings are drawn when d ≤ 3 (one otherwise: a pairing is then simple
+    with probability below 5%); a simple one is exactly uniform. If none is simple,
     the last one is repaired by random switches of its loops and repeated edges (each tried a bounded
     number of times), which is close to uniform. No unbounded retry loop: the work is O(REGULAR_TRIES ·
     n·d log(n·d)) plus O(bad pairs · 1000) switch attempts, and failing those is an error, not a hang.
@@ -741,7 +742,10 @@ def random_regular(n: int, d: int, seed: int | None, weights: str, span: Span | 
         w = _weights(lo.size, weights, rng, span)
         return _graph_from_edges(n, np.column_stack([lo, hi, w]), "random_regular", span)
     stubs = np.repeat(np.arange(n, dtype=np.int64), d)
-    for _ in range(REGULAR_TRIES):
+    # a pairing is simple with probability ≈ exp(−(d² − 1)/4): redraw only while that is worth it
+    p_simple = float(np.exp(-(d * d - 1) / 4.0))
+    tries = REGULAR_TRIES if p_simple >= 0.05 else 1
+    for _ in range(tries):
         perm = rng.permutation(stubs)
         lo, hi = np.minimum(perm[0::2], perm[1::2]), np.maximum(perm[0::2], perm[1::2])
         key = lo * n + hi

@@ -357,13 +357,25 @@ class Lowerer:
     def _check_override_rank(self, name: str, value: Any, expr: Tree, span: Span) -> None:
         """An override keeps the declared rank (scalar, vector, matrix) when the declaration can be
         evaluated cheaply (it loads no file); lengths may change, as overrides resize data."""
-        if any(isinstance(t, Tree) and t.data == "call" and str(t.children[0]) == "load" for t in expr.iter_subtrees()):
-            return
-        try:
-            declared = self._compile_time(expr, "param")
-        except OptlangError:
-            return
-        rank = 2 if sp.issparse(declared) else int(np.ndim(declared))
+        calls = [str(t.children[0]) for t in expr.iter_subtrees() if isinstance(t, Tree) and t.data == "call"]
+        if (
+            isinstance(expr, Tree)
+            and expr.data == "call"
+            and str(expr.children[0]) in ("zeros", "ones", "randn", "rand")
+        ):
+            rank = len(
+                [a for a in expr.children[1:] if a is not None and not (isinstance(a, Tree) and a.data == "kwarg")]
+            )
+        elif isinstance(expr, Tree) and expr.data == "call" and str(expr.children[0]) == "eye":
+            rank = 2
+        elif any(c == "load" or c in GENERATORS for c in calls):
+            return  # evaluating it could be what the override avoids (a big file or array)
+        else:
+            try:
+                declared = self._compile_time(expr, "param")
+            except OptlangError:
+                return
+            rank = 2 if sp.issparse(declared) else int(np.ndim(declared))
         got = 2 if sp.issparse(value) else int(np.ndim(value))
         if rank != got:
             names = {0: "a scalar", 1: "a vector", 2: "a matrix"}
