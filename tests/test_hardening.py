@@ -201,9 +201,14 @@ def test_random_regular_is_bounded_and_regular() -> None:
 
 
 def test_erdos_renyi_pairs_decode_exactly_for_large_n() -> None:
-    g = D.erdos_renyi(200_000_000, 1e-15, 3, "unit", None)
-    i, j = sp.triu(g.W, 1).nonzero()
-    assert np.all(i < j) and g.n == 200_000_000
+    for n in (5, 1000, 200_000_000, D.MAX_NODES):
+        pairs = n * (n - 1) // 2
+        rows = np.array([0, 1, n // 3, n // 2, n - 3, n - 2], dtype=np.int64)
+        starts = rows * n - rows * (rows + 1) // 2
+        idx = np.concatenate([starts, starts + (n - rows - 2), [pairs - 1]])  # first and last of each row
+        i, j = D.pair_decode(idx, n)
+        assert np.all(i < j) and np.all(j < n)
+        np.testing.assert_array_equal(i * n - i * (i + 1) // 2 + (j - i - 1), idx)
 
 
 # ------------------------------------------------------------------ strict data
