@@ -384,6 +384,53 @@ class Model:
         run_sweep = importlib.import_module("optlang.sweep").run_sweep
         return run_sweep(self, params, mode, backend, seed, max_iter, batch, executor)
 
+    def _check_common_all(
+        self, common: Mapping[str, Any], time_limit: Any, seed: Any, max_iter: Any, dtype: Any
+    ) -> tuple[int, int | None]:
+        """Every option all backends share, checked before anything runs (OptionError E702)."""
+        from optlang.backends.base import resolve_device
+
+        bound_mode = common.get("bound", "none")
+        if bound_mode not in ("none", "sdp", False, None):
+            raise OptionError("bound", f"unknown bound '{bound_mode}'", hint='use bound = "sdp" or "none"', code="E702")
+        if bound_mode == "sdp" and self.kind not in ("ising", "maxcut"):
+            raise OptionError("bound", 'bound = "sdp" applies to ising and maxcut models only', code="E702")
+        if dtype not in ("float32", "float64"):
+            raise OptionError("dtype", f"unknown dtype '{dtype}'", hint="float32 or float64", code="E702")
+        if time_limit is not None and (
+            isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0
+        ):
+            raise OptionError("time_limit", f"time_limit must be a positive number, got {time_limit!r}", code="E702")
+        if "device" in common and not isinstance(common["device"], str):
+            raise OptionError("device", "device must be cpu, cuda or auto", code="E702")
+        if isinstance(common.get("device"), str):
+            resolve_device(common["device"])
+        return self._check_common(seed, max_iter, common.get("tol"))
+
+    def _check_common(self, seed: Any, max_iter: Any, tol: Any) -> tuple[int, int | None]:
+        """seed: a whole number in [0, 2^63); max_iter: a whole number ≥ 1; tol: a positive number.
+        An error points at the option's line in the solver block when it came from there."""
+        spans = self.ir.solver.option_spans if self.ir.solver else {}
+
+        def bad(key: str, want: str, got: Any) -> OptionError:
+            e = OptionError(key, f"{key} must be {want}, got {str(got)[:40]!r}", spans.get(key), code="E702")
+            return e.with_source(self.ir.source)  # type: ignore[return-value]
+
+        def whole(v: Any) -> bool:
+            return (
+                isinstance(v, (int, float, np.integer, np.floating))
+                and not isinstance(v, bool)
+                and (np.isfinite(v) and float(v).is_integer())
+            )
+
+        if not whole(seed) or not 0 <= seed < 2**63:
+            raise bad("seed", "a whole number from 0 to 2^63 - 1", seed)
+        if max_iter is not None and (not whole(max_iter) or max_iter < 1):
+            raise bad("max_iter", "a whole number ≥ 1", max_iter)
+        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < np.inf):
+            raise bad("tol", "a positive number", tol)
+        return int(seed), None if max_iter is None else int(max_iter)
+
     def latex(self) -> str:
         from optlang.latex import model_latex
 
@@ -417,23 +464,23 @@ class Model:
         opts.update(options or {})
         self._check_common_options(opts)
         common = {k: opts.pop(k) for k in list(opts) if k in COMMON_OPTIONS}
+        given = {"time_limit": time_limit, "seed": seed, "device": device, "dtype": dtype, "max_iter": max_iter}
+        from_block = {k for k in common if given.get(k) is None and k not in (options or {})}
         time_limit = time_limit if time_limit is not None else common.get("time_limit")
-        seed = seed if seed is not None else int(common.get("seed", 0))
+        seed = seed if seed is not None else common.get("seed", 0)
         device = device or common.get("device", "auto")
         if device == "auto" and not b.uses_torch:
             device = "cpu"  # a numpy-only backend: no need to import torch to look for a GPU
         dtype = dtype or common.get("dtype", "float32")
         max_iter = max_iter if max_iter is not None else common.get("max_iter")
-        max_iter = None if max_iter is None else int(max_iter)  # 1e3 in a solver block is an integer
+        try:
+            seed, max_iter = self._check_common_all(common, time_limit, seed, max_iter, dtype)
+        except OptionError as e:
+            spans = self.ir.solver.option_spans if self.ir.solver else {}
+            if e.span is None and e.key in from_block and e.key in spans:
+                e.span = spans[e.key]
+            raise e.with_source(self.ir.source) from None
         bound_mode = common.get("bound", "none")
-        if bound_mode not in ("none", "sdp", False, None):
-            raise OptionError("bound", f"unknown bound '{bound_mode}'", hint='use bound = "sdp" or "none"', code="E702")
-        if bound_mode == "sdp" and self.kind not in ("ising", "maxcut"):
-            raise OptionError("bound", 'bound = "sdp" applies to ising and maxcut models only', code="E702")
-        if dtype not in ("float32", "float64"):
-            raise OptionError("dtype", f"unknown dtype '{dtype}'", hint="float32 or float64", code="E702")
-        if time_limit is not None and (not isinstance(time_limit, (int, float)) or time_limit <= 0):
-            raise OptionError("time_limit", f"time_limit must be a positive number, got {time_limit!r}", code="E702")
         backend_options = self._backend_options(b.name, opts)
 
         b.prepare()  # the backend's imports, before any clock starts

@@ -694,17 +694,24 @@ def erdos_renyi(n: int, p: float, seed: int | None, weights: str, span: Span | N
     m = int(rng.binomial(pairs, p)) if pairs else 0
     check_size(memory.graph_bytes(n, m), f"erdos_renyi({n}, {p:g})", span)
     idx = np.sort(rng.choice(pairs, size=m, replace=False)) if m else np.zeros(0, dtype=np.int64)
-    # linear index k over pairs (i < j), row-major: row i starts at s(i) = i*n - i*(i+1)/2
-    i = (n - 2 - np.floor(np.sqrt(-8.0 * idx + 4.0 * n * (n - 1) - 7) / 2.0 - 0.5)).astype(np.int64)
+    i, j = pair_decode(np.asarray(idx, dtype=np.int64), n)
+    w = _weights(m, weights, rng, span)
+    return _graph_from_edges(n, np.column_stack([i, j, w]), "erdos_renyi", span)
+
+
+def pair_decode(idx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pair (i, j), i < j, of each linear index over pairs in row-major order (row i starts at
+    s(i) = i·n − i(i+1)/2); exact for every n ≤ MAX_NODES (the float guess is corrected in integers)."""
+    disc = np.maximum(-8.0 * idx + 4.0 * n * (n - 1) - 7, 0.0)  # rounding can dip below 0 on the last row
+    i = (n - 2 - np.floor(np.sqrt(disc) / 2.0 - 0.5)).astype(np.int64)
     i = np.clip(i, 0, max(n - 2, 0))
-    for _ in range(2):  # float rounding for n beyond 2^26: one integer correction step each way
+    for _ in range(4):  # float rounding for n beyond 2^26: integer correction steps each way
         start = i * n - i * (i + 1) // 2
         i = np.where(start > idx, i - 1, i)
         nxt = (i + 1) * n - (i + 1) * (i + 2) // 2
         i = np.where(nxt <= idx, i + 1, i)
     j = idx - (i * n - i * (i + 1) // 2) + i + 1
-    w = _weights(m, weights, rng, span)
-    return _graph_from_edges(n, np.column_stack([i, j, w]), "erdos_renyi", span)
+    return i, j
 
 
 class _EdgeSet:
@@ -726,7 +733,8 @@ class _EdgeSet:
 def random_regular(n: int, d: int, seed: int | None, weights: str, span: Span | None) -> Graph:
     """A random simple d-regular graph: the configuration model, with bounded work.
 
-    Up to REGULAR_TRIES stub pairings are drawn (a simple one is exactly uniform); if none is simple,
+    Up to REGULAR_TRIES stub pairings are drawn when d ≤ 3 (one otherwise: a pairing is then simple
+    with probability below 5%); a simple one is exactly uniform. If none is simple,
     the last one is repaired by random switches of its loops and repeated edges (each tried a bounded
     number of times), which is close to uniform. No unbounded retry loop: the work is O(REGULAR_TRIES ·
     n·d log(n·d)) plus O(bad pairs · 1000) switch attempts, and failing those is an error, not a hang.
@@ -741,7 +749,10 @@ def random_regular(n: int, d: int, seed: int | None, weights: str, span: Span | 
         w = _weights(lo.size, weights, rng, span)
         return _graph_from_edges(n, np.column_stack([lo, hi, w]), "random_regular", span)
     stubs = np.repeat(np.arange(n, dtype=np.int64), d)
-    for _ in range(REGULAR_TRIES):
+    # a pairing is simple with probability ≈ exp(−(d² − 1)/4): redraw only while that is worth it
+    p_simple = float(np.exp(-(d * d - 1) / 4.0))
+    tries = REGULAR_TRIES if p_simple >= 0.05 else 1
+    for _ in range(tries):
         perm = rng.permutation(stubs)
         lo, hi = np.minimum(perm[0::2], perm[1::2]), np.maximum(perm[0::2], perm[1::2])
         key = lo * n + hi

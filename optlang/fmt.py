@@ -74,7 +74,7 @@ def format_text(text: str, path: str = "<string>") -> str:
             f"the formatter would change the meaning of {path}; the file is left as it is",
             None,
             hint="this is a bug in `optlang fmt`; please report it with the model",
-            code="E109",
+            code="E113",
         )
     return out
 
@@ -233,7 +233,12 @@ class _Printer:
         return f"{t.children[0]}: {self.expr(t.children[1])}"
 
     def option(self, t: Tree) -> str:
-        return f"{t.children[0]} = {self.expr(t.children[1])}"
+        return f"{t.children[0]} = {self._valued(t.children[1:])}"
+
+    def _valued(self, parts: list[Any]) -> str:
+        """A value, or `auto in [candidates]` (the candidates of a value chosen by validation)."""
+        text = self.expr(parts[0])
+        return text if len(parts) < 2 or parts[1] is None else f"{text} in {self.expr(parts[1])}"
 
     @staticmethod
     def names(t: Tree) -> str:
@@ -277,7 +282,7 @@ class _Printer:
 
     def arg(self, t: Any) -> str:
         if isinstance(t, Tree) and t.data == "kwarg":
-            return f"{t.children[0]} = {self.expr(t.children[1])}"
+            return f"{t.children[0]} = {self._valued(t.children[1:])}"
         return self.expr(t)
 
 

@@ -201,9 +201,14 @@ def test_random_regular_is_bounded_and_regular() -> None:
 
 
 def test_erdos_renyi_pairs_decode_exactly_for_large_n() -> None:
-    g = D.erdos_renyi(200_000_000, 1e-15, 3, "unit", None)
-    i, j = sp.triu(g.W, 1).nonzero()
-    assert np.all(i < j) and g.n == 200_000_000
+    for n in (5, 1000, 200_000_000, D.MAX_NODES):
+        pairs = n * (n - 1) // 2
+        rows = np.array([0, 1, n // 3, n // 2, n - 3, n - 2], dtype=np.int64)
+        starts = rows * n - rows * (rows + 1) // 2
+        idx = np.concatenate([starts, starts + (n - rows - 2), [pairs - 1]])  # first and last of each row
+        i, j = D.pair_decode(idx, n)
+        assert np.all(i < j) and np.all(j < n)
+        np.testing.assert_array_equal(i * n - i * (i + 1) // 2 + (j - i - 1), idx)
 
 
 # ------------------------------------------------------------------ strict data
@@ -414,3 +419,30 @@ def test_lobpcg_breakdown_returns_the_last_good_block() -> None:
     assert bool(torch.isfinite(r.vectors).all()) and r.values.shape == (2,)
     r0 = lobpcg(lambda X: X * float("nan"), X0, max_iter=5)
     assert r0.iterations == 0 and bool(torch.isfinite(r0.vectors).all())
+
+
+@pytest.mark.parametrize(
+    "opt,key",
+    [
+        ("seed = 1e30", "seed"),
+        ("seed = -1", "seed"),
+        ("seed = 0.5", "seed"),
+        ("max_iter = -5", "max_iter"),
+        ('tol = "a"', "tol"),
+        ("time_limit = 0", "time_limit"),
+        ("dtype = 3", "dtype"),
+    ],
+)
+def test_common_options_are_validated_at_their_line(opt: str, key: str) -> None:
+    m = optlang.parse(f"var x[2]\nminimize sum((x - 1)^2)\nsolver gd {{ {opt} }}")
+    with pytest.raises(OptlangError) as info:
+        m.solve()
+    assert info.value.code == "E702" and info.value.line == 3 and key in info.value.message
+
+
+def test_model_text_has_a_size_limit() -> None:
+    from optlang.ir.lower import MAX_SOURCE_CHARS
+
+    with pytest.raises(OptlangError) as info:
+        optlang.parse("var x\nminimize x^2\n" + "#" * MAX_SOURCE_CHARS)
+    assert info.value.code == "E112" and "load()" in (info.value.hint or "")

@@ -50,6 +50,7 @@ _BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "matmul": "ma
 MAX_NESTING = 100
 # Chains longer than this are balanced; shorter ones keep the left-to-right tree of the source.
 BALANCE_FROM = 16
+MAX_SOURCE_CHARS = 16 * 2**20  # a model is text a person could read; data belongs in files (load())
 MAX_DIM = 2**40  # a dimension beyond this cannot be allocated anywhere; refused before the memory check
 
 
@@ -63,6 +64,15 @@ def lower_source(
 
     load() reads only inside the model's folder and `allow_paths` (overrides may name any file).
     """
+    if len(source.text) > MAX_SOURCE_CHARS:
+        raise ParseError(
+            f"the model text is {len(source.text) / 2**20:.1f} MB, more than the {MAX_SOURCE_CHARS // 2**20} MB "
+            "a model may be",
+            None,
+            hint="put large data in files and read them with load()",
+            source=source,
+            code="E112",
+        )
     tree = parse_tree(source)
     check_nesting(tree, source)
     try:
@@ -398,13 +408,25 @@ class Lowerer:
     def _check_override_rank(self, name: str, value: Any, expr: Tree, span: Span) -> None:
         """An override keeps the declared rank (scalar, vector, matrix) when the declaration can be
         evaluated cheaply (it loads no file); lengths may change, as overrides resize data."""
-        if any(isinstance(t, Tree) and t.data == "call" and str(t.children[0]) == "load" for t in expr.iter_subtrees()):
-            return
-        try:
-            declared = self._compile_time(expr, "param")
-        except OptlangError:
-            return
-        rank = 2 if sp.issparse(declared) else int(np.ndim(declared))
+        calls = [str(t.children[0]) for t in expr.iter_subtrees() if isinstance(t, Tree) and t.data == "call"]
+        if (
+            isinstance(expr, Tree)
+            and expr.data == "call"
+            and str(expr.children[0]) in ("zeros", "ones", "randn", "rand")
+        ):
+            rank = len(
+                [a for a in expr.children[1:] if a is not None and not (isinstance(a, Tree) and a.data == "kwarg")]
+            )
+        elif isinstance(expr, Tree) and expr.data == "call" and str(expr.children[0]) == "eye":
+            rank = 2
+        elif any(c == "load" or c in GENERATORS for c in calls):
+            return  # evaluating it could be what the override avoids (a big file or array)
+        else:
+            try:
+                declared = self._compile_time(expr, "param")
+            except OptlangError:
+                return
+            rank = 2 if sp.issparse(declared) else int(np.ndim(declared))
         got = 2 if sp.issparse(value) else int(np.ndim(value))
         if rank != got:
             names = {0: "a scalar", 1: "a vector", 2: "a matrix"}
