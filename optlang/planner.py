@@ -74,14 +74,6 @@ def plan(form: Form, backend: str = "auto", span: Span | None = None) -> Plan:
     ordered = accepted + refused
     if backend in ("auto", "", None):
         auto = [c for c in accepted if c.auto]
-        if form.kind == "general_bilevel":
-            raise PlanError(
-                "this is a general bilevel problem (the lower level optimizes other variables than the "
-                "upper level); no backend for it exists yet",
-                span,
-                hint="for a simple bilevel problem write `x in argmin g(x)` over the upper level's variables",
-                code="E801",
-            )
         if not auto:
             detail = "; ".join(f"{c.name}: {c.reason}" for c in refused) or "none is registered for it"
             raise PlanError(f"no backend can solve this {form.kind} model — {detail}", span, code="E802")

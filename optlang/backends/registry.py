@@ -26,6 +26,10 @@ BACKENDS: dict[str, str] = {
     "dro-cvxpy": "optlang.backends.dro_cvxpy:DROCvxpy",
     "erm": "optlang.backends.erm:ERM",
     "gd": "optlang.backends.gd:GD",
+    "hgms": "optlang.backends.general_bilevel.hgms:HGMS",
+    "aid": "optlang.backends.general_bilevel.aid:AID",
+    "itd": "optlang.backends.general_bilevel.itd:ITD",
+    "kkt": "optlang.backends.general_bilevel.kkt:KKT",
 }
 
 
