@@ -47,9 +47,8 @@ def refuse_general_bilevel(form: Any, name: str) -> str | None:
             return f"{name} needs real variables; '{v.name}' is {v.kind}"
         if v.role == "lower" and v.domain != "free":
             return (
-                f"{name} cannot honour the domain of the lower-level variable '{v.name}' ({v.domain}): its "
-                "hypergradient assumes an unconstrained lower level (∇ᵧg = 0 at the follower's optimum); "
-                "write the constraint into g (a penalty or a reparameterization such as exp(t))"
+                f"cannot honour the domain of the lower-level variable '{v.name}' ({v.domain}): the lower "
+                "level must be unconstrained (∇ᵧg = 0 at its minimizers); reparameterize it in g, e.g. y = exp(u)"
             )
         if v.domain not in ("free", "box", "simplex", "ball"):
             return f"{name} cannot project onto the domain '{v.domain}' of '{v.name}'"
@@ -85,8 +84,8 @@ class HyperOracle:
         if lv.bg is None:
             y, self.lower_grad, _ = lower_solve.lbfgs(lv, x, y, self.lower_tol, self.o.lower_iters)
             return y
-        if self.lower_lr <= 0:
-            self.lower_lr = 0.5 / lower_solve.power_lipschitz(lv, x, y)
+        # g's curvature moves with x (e.g. a weight exp(t)): re-estimate it at every call
+        self.lower_lr = 0.5 / lower_solve.power_lipschitz(lv, x, y, iters=8)
         y, self.lower_grad = lower_solve.sgd(lv, x, y, self.o.lower_steps, self.lower_lr)
         return y
 

@@ -65,7 +65,7 @@ class _ITDOracle(HyperOracle):
         _, gr = lv.grad_g_y(x, y.detach())
         self.y = y.detach()
         h = h.detach() if h is not None else torch.zeros_like(x)
-        return Eval(float(F), h, self.y, {"lower_grad_norm": float(torch.linalg.vector_norm(gr))})
+        return Eval(float(F.detach()), h, self.y, {"lower_grad_norm": float(torch.linalg.vector_norm(gr))})
 
 
 class ITD(Backend):

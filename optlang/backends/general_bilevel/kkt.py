@@ -35,6 +35,7 @@ class KKTOptions:
     max_iter: int = 3000  # trust-constr iterations
     gtol: float = 1e-10  # trust-constr's Lagrangian-gradient tolerance
     xtol: float = 1e-12  # trust-constr's trust-radius tolerance
+    barrier_tol: float = 1e-12  # trust-constr's final barrier parameter (bounds and inequalities)
 
 
 class KKT(Backend):
@@ -186,7 +187,13 @@ class KKT(Backend):
                 constraints=constraints,
                 bounds=bounds,
                 callback=callback,
-                options={"maxiter": max_iter, "gtol": options.gtol, "xtol": options.xtol, "verbose": 0},
+                options={
+                    "maxiter": max_iter,
+                    "gtol": options.gtol,
+                    "xtol": options.xtol,
+                    "barrier_tol": options.barrier_tol,
+                    "verbose": 0,
+                },
             )
         z = np.asarray(res.x, dtype=np.float64)
         xt, yt = split(z)

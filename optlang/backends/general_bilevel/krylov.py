@@ -77,6 +77,7 @@ def minres(matvec: MatVec, b: torch.Tensor, x0: torch.Tensor | None, max_iter: i
         phibar = sn * phibar
         w1, w2 = w2, w
         w = (v - oldeps * w1 - delta * w2) / gamma
+        x_prev = x
         x = x + phi * w
         anorm = math.sqrt(tnorm2)
         test1 = phibar / bnorm  # relative to b only: a growing ‖x‖ must not pass for convergence
@@ -84,8 +85,9 @@ def minres(matvec: MatVec, b: torch.Tensor, x0: torch.Tensor | None, max_iter: i
         if test1 <= rtol:
             converged, reason = True, "residual"
             break
-        if test2 <= rtol:
+        if test2 <= rtol:  # the test is about the previous iterate; this step divided by a null pivot
             converged, reason = True, "least-squares (b has a part outside range(H))"
+            x = x_prev
             break
         if beta <= eps * anorm:  # the Krylov space is exhausted
             converged, reason = True, "Krylov space exhausted"
