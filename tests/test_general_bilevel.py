@@ -257,7 +257,7 @@ def test_gap_and_selection_checks_fail_on_a_wrong_point() -> None:
     checks, info = general_bilevel_checks(prob, {"x": x, "y": y + 0.1})
     assert not dict((n, ok) for n, ok, _ in checks)["lower_level_gap"]
     A = np.asarray(m.ir.params["A"], dtype=np.float64)
-    null = np.eye(12) - np.linalg.pinv(A) @ A  # move along the solution set: gap 0, selection wrong
-    checks, info = general_bilevel_checks(prob, {"x": x, "y": y + null @ np.ones(12)})
+    null = np.eye(A.shape[1]) - np.linalg.pinv(A) @ A  # move along the solution set: gap 0, selection wrong
+    checks, info = general_bilevel_checks(prob, {"x": x, "y": y + null @ np.ones(A.shape[1])})
     d = dict((n, ok) for n, ok, _ in checks)
     assert d["lower_level_gap"] and not d["optimistic_selection"]
