@@ -261,3 +261,24 @@ def test_gap_and_selection_checks_fail_on_a_wrong_point() -> None:
     checks, info = general_bilevel_checks(prob, {"x": x, "y": y + null @ np.ones(A.shape[1])})
     d = dict((n, ok) for n, ok, _ in checks)
     assert d["lower_level_gap"] and not d["optimistic_selection"]
+
+
+NONQUADRATIC = """
+param X = randn(40, 5, seed = 1)
+param z = randn(40, seed = 2)
+var t
+var w[5]
+minimize 0.5 * sumsq(w - 1) + 0.1 * t^2
+subject to { w in argmin over w: mean(softplus(X @ w) - z * (X @ w)) + 0.5 * exp(t) * sumsq(w) + 0.1 * sum(w^4) }
+"""
+
+
+def test_all_backends_agree_on_a_non_quadratic_follower() -> None:
+    m = optlang.parse(NONQUADRATIC)
+    vals = {}
+    for b in ("hgms", "aid", "itd", "kkt"):
+        r = m.solve(backend=b, seed=0)
+        _checks_pass(r, ("lower_level_gap", "optimistic_selection", "hypergradient_fd"))
+        vals[b] = r.objective
+    for b in ("aid", "itd", "kkt"):
+        assert vals[b] == pytest.approx(vals["hgms"], rel=1e-8)

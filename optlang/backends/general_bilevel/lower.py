@@ -17,18 +17,25 @@ from optlang.backends.general_bilevel.levels import Levels
 def lbfgs(
     levels: Levels, x: torch.Tensor, y: torch.Tensor, tol: float, max_iter: int, newton: int = 3
 ) -> tuple[torch.Tensor, float, int]:
-    """L-BFGS on g(x, ·) from y until ‖∇ᵧg‖ ≤ tol (absolute) or it stalls, then up to `newton`
-    Newton steps y ← y − H⁺∇ᵧg by MINRES (the minimum-norm step: no drift along a solution set).
+    """Up to `newton` Newton steps y ← y − H⁺∇ᵧg by MINRES (the minimum-norm step: no drift along a
+    solution set), then L-BFGS on g(x, ·) until ‖∇ᵧg‖ ≤ tol (absolute) or it stalls, then Newton again.
 
     The Newton steps reach gradients that a line search on function values cannot resolve (near
     the minimum g changes by ‖∇ᵧg‖²/L, below float rounding). Returns (y, ‖∇ᵧg‖, iterations).
     """
     if y.numel() == 0:
         return y, 0.0, 0
-    yv = y.detach().clone().requires_grad_(True)
     xd = x.detach()
+    g0, gr = levels.grad_g_y(xd, y.detach())
+    gnorm = float(torch.linalg.vector_norm(gr))
+    yd = y.detach()
+    if newton > 0:  # warm starts are usually in Newton's basin: try it first (exact on quadratics)
+        yd, gnorm = _newton(levels, xd, yd, g0, gnorm, tol, newton)
+    if gnorm <= tol or not math.isfinite(gnorm):
+        return yd, gnorm, 0
+    yv = yd.clone().requires_grad_(True)
     chunk = min(50, max_iter)
-    opt = torch.optim.LBFGS(
+    opt = torch.optim.LBFGS(  # built only when needed: its first construction imports torch._dynamo (seconds)
         [yv],
         lr=1.0,
         max_iter=chunk,
@@ -46,20 +53,13 @@ def lbfgs(
         evals[0] += 1
         return val
 
-    g0, gr = levels.grad_g_y(xd, yv.detach())
-    gnorm = float(torch.linalg.vector_norm(gr))
-    if newton > 0:  # warm starts are usually in Newton's basin: try it first (exact on quadratics)
-        yn, gnorm = _newton(levels, xd, yv.detach(), g0, gnorm, tol, newton)
-        yv = yn.clone().requires_grad_(True)
     for _ in range(max(1, math.ceil(max_iter / chunk))):
-        if gnorm <= tol or not math.isfinite(gnorm):
-            break
         opt.step(closure)
         _, gr = levels.grad_g_y(xd, yv.detach())
         new = float(torch.linalg.vector_norm(gr))
         stalled = not new < 0.5 * gnorm
         gnorm = new
-        if stalled:
+        if stalled or gnorm <= tol or not math.isfinite(gnorm):
             break
         opt.state.clear()  # a stalled strong-Wolfe search leaves a useless memory: restart it
     levels.grads += evals[0]

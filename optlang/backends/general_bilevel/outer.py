@@ -74,7 +74,6 @@ def spg(
     if lr > 0:
         alpha = min(alpha, lr)
     phis: deque[float] = deque([e.phi], maxlen=max(1, memory))
-    best = (e.phi, x, e)
     status = Status.ITERATION_LIMIT
     k = 0
     pgn = projected_norm(xb, x, e.grad)
@@ -114,8 +113,6 @@ def spg(
         alpha = min(max(ss / sy, 1e-10), 1e10) if sy > 0 else min(10.0 * lam, 1e10)
         x, e = xn, en
         phis.append(e.phi)
-        if e.phi < best[0]:
-            best = (e.phi, x, e)
     else:
         pgn = projected_norm(xb, x, e.grad)
     return OuterResult(x, e, status, k, pgn, trace)
@@ -170,4 +167,5 @@ def stochastic(
             n_avg += 1
     if n_avg and status != Status.DIVERGED:
         x = xb.project(avg / n_avg)
+        e = oracle(x)  # the follower's answer at the averaged point, not at the last one
     return OuterResult(x, e, status, k, projected_norm(xb, x, e.grad), trace)
