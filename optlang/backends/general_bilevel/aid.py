@@ -60,7 +60,7 @@ class AID(Backend):
 
     name = "aid"
     kinds = frozenset({"general_bilevel"})
-    summary = "approximate implicit differentiation: lower solve, CG on ∇²ᵧᵧg (assumes it invertible) (baseline)"
+    summary = "approximate implicit differentiation: lower solve, CG on ∇²ᵧᵧg (assumes it invertible)"
     research = False
     auto = False
     priority = 60

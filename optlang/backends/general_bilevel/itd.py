@@ -73,7 +73,7 @@ class ITD(Backend):
 
     name = "itd"
     kinds = frozenset({"general_bilevel"})
-    summary = "iterative differentiation through K unrolled lower-level gradient steps (baseline)"
+    summary = "iterative differentiation through K unrolled lower-level gradient steps"
     research = False
     auto = False
     priority = 65

@@ -43,7 +43,7 @@ class KKT(Backend):
 
     name = "kkt"
     kinds = frozenset({"general_bilevel"})
-    summary = "single-level reformulation min F s.t. ∇ᵧg = 0 by scipy trust-constr (exact for convex g) (baseline)"
+    summary = "single-level reformulation min F s.t. ∇ᵧg = 0 by scipy trust-constr (exact for convex g)"
     research = False
     auto = False
     priority = 70
