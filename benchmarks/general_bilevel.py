@@ -151,11 +151,13 @@ PROBLEMS: dict[str, tuple[str, dict[str, Any], Any, float]] = {
 DEFAULT = ("ridge", "stack", "reweight", "wide", "wide200", "feat")
 
 
-def run(key: str, methods: tuple[str, ...], time_limit: float | None, opts: dict[str, Any]) -> None:
+def run(
+    key: str, methods: tuple[str, ...], time_limit: float | None, opts: dict[str, Any], given: float | None = None
+) -> None:
     fname, params, ref_fn, limit = PROBLEMS[key]
     m = optlang.load(MODELS / fname, params=params)
     t0 = time.perf_counter()
-    ref = ref_fn(m)
+    ref = ref_fn(m) if given is None else given
     print(f"\n## {key}: {fname} {params or ''} — Φ* = {ref:.10g} (reference {time.perf_counter() - t0:.1f} s)")
     print(
         f"{'method':<6} {'status':<16} {'rel err Φ':>10} {'lower gap':>10} {'HVPs':>8} {'grads':>8} "
@@ -196,11 +198,12 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS), help="subset of: " + ", ".join(METHODS))
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per method and problem")
     ap.add_argument("--set", default="{}", help="JSON object of options for every run")
+    ap.add_argument("--ref", type=float, default=None, help="Φ* printed by an earlier run (skips the reference solve)")
     a = ap.parse_args()
     methods = tuple(x for x in a.methods.split(",") if x)
     warm_up()
     for key in (k for k in a.only.split(",") if k):
-        run(key, methods, a.time_limit, json.loads(a.set))
+        run(key, methods, a.time_limit, json.loads(a.set), a.ref)
 
 
 if __name__ == "__main__":
