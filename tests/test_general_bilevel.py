@@ -282,3 +282,11 @@ def test_all_backends_agree_on_a_non_quadratic_follower() -> None:
         vals[b] = r.objective
     for b in ("aid", "itd", "kkt"):
         assert vals[b] == pytest.approx(vals["hgms"], rel=1e-8)
+
+
+def test_spg_upper_loop_reaches_the_same_answer() -> None:
+    m = optlang.load(MODELS / "stackelberg.opt")
+    r = m.solve(seed=0, options={"outer": "spg"})
+    assert r.objective == pytest.approx(_stackelberg_reference(m), rel=1e-7)
+    with pytest.raises(optlang.OptlangError):
+        m.solve(options={"outer": "newton"})

@@ -12,7 +12,7 @@ import torch
 from optlang.backends.base import RawSolution, RunContext, Status
 from optlang.backends.general_bilevel import lower as lower_solve
 from optlang.backends.general_bilevel.levels import Levels
-from optlang.backends.general_bilevel.outer import Eval, OuterResult, spg, stochastic
+from optlang.backends.general_bilevel.outer import Eval, OuterResult, plbfgs, spg, stochastic
 from optlang.errors import OptionError
 from optlang.problem import GeneralBilevelProblem
 
@@ -21,6 +21,7 @@ from optlang.problem import GeneralBilevelProblem
 class OuterOptions:
     """Options every hypergradient backend has (defaults documented in docs/backends/hgms.md)."""
 
+    outer: str = "lbfgs"  # upper loop: lbfgs (projected L-BFGS, free/box domains; else spg) | spg
     outer_iters: int = 500  # upper-level iterations (each stage)
     outer_tol: float = 1e-7  # stop at ‖x − Π(x − ∇Φ)‖ ≤ outer_tol·max(1, |Φ|) (float32 stage: ≥ 1e-4)
     lr: float = -1.0  # cap on the first upper step (−1: 1/‖∇Φ(x₀)‖∞); stochastic: the step α₀ (−1: BB)
@@ -60,6 +61,8 @@ def check_outer(o: OuterOptions, name: str) -> None:
         raise OptionError("outer_iters", f"{name}: outer_iters, lower_iters and memory must be ≥ 1")
     if o.outer_tol <= 0 or o.lower_tol <= 0:
         raise OptionError("outer_tol", f"{name}: outer_tol and lower_tol must be > 0")
+    if o.outer not in ("lbfgs", "spg"):
+        raise OptionError("outer", f"option 'outer' of '{name}' must be lbfgs or spg, got {o.outer!r}")
     if o.lr_decay <= 0 or o.polish < 0 or o.lower_steps < 1 or o.stochastic_iters < 1:
         raise OptionError("lr_decay", f"{name}: lr_decay > 0, polish ≥ 0, lower_steps ≥ 1, stochastic_iters ≥ 1")
 
@@ -125,14 +128,16 @@ def drive(
         stages.append(("minibatch", res))
     else:
         tol = o.outer_tol if f64 else max(o.outer_tol, 1e-4)
-        res = spg(oracle, levels.xb, x0, ctx, max_iter, tol, o.lr, o.memory, report)
+        loop = plbfgs if o.outer == "lbfgs" else spg
+        res = loop(oracle, levels.xb, x0, ctx, max_iter, tol, o.lr, o.memory, report)
         stages.append((str(ctx.dtype).removeprefix("torch."), res))
     counters = dict(levels.counters())
     if o.polish > 0 and res.status != Status.DIVERGED and not ctx.should_stop() and (levels.stochastic or not f64):
         lv64 = Levels(problem, ctx, torch.float64, -1, -1)
         oracle64 = make_oracle(lv64, res.last.y.to(torch.float64), gscale)
         oracle64.v = None if oracle.v is None else oracle.v.to(torch.float64)
-        res = spg(oracle64, lv64.xb, res.x.to(torch.float64), ctx, o.polish, o.outer_tol, -1.0, o.memory, report)
+        loop = plbfgs if o.outer == "lbfgs" else spg
+        res = loop(oracle64, lv64.xb, res.x.to(torch.float64), ctx, o.polish, o.outer_tol, -1.0, o.memory, report)
         stages.append(("float64 polish", res))
         for k, v in lv64.counters().items():
             counters[k] += v

@@ -169,3 +169,101 @@ def stochastic(
         x = xb.project(avg / n_avg)
         e = oracle(x)  # the follower's answer at the averaged point, not at the last one
     return OuterResult(x, e, status, k, projected_norm(xb, x, e.grad), trace)
+
+
+def _bounds(xb: Block, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Per-entry bounds when every upper domain is free or a box (else None: no active-set method)."""
+    lo = torch.full_like(x, -math.inf)
+    hi = torch.full_like(x, math.inf)
+    for v, a, b in xb.slices:
+        if v.domain.kind == "box":
+            lo[a:b], hi[a:b] = v.domain.lo, v.domain.hi
+        elif v.domain.kind != "free":
+            return None
+    return lo, hi
+
+
+def plbfgs(
+    oracle: Oracle,
+    xb: Block,
+    x0: torch.Tensor,
+    ctx: RunContext,
+    max_iter: int,
+    tol: float,
+    lr: float,
+    memory: int = 10,
+    report: Callable[[float, float], None] | None = None,
+) -> OuterResult:
+    """Projected L-BFGS with an active set (free or box domains): the two-loop direction on the
+    entries not held at a bound by the gradient, a projected Armijo backtracking from step 1."""
+    x = xb.project(x0)
+    bounds = _bounds(xb, x)
+    if bounds is None:
+        return spg(oracle, xb, x0, ctx, max_iter, tol, lr, memory, report)
+    lo, hi = bounds
+    e = oracle(x)
+    trace: list[tuple[int, float, float]] = []
+    if not finite_eval(e):
+        return OuterResult(x, e, Status.DIVERGED, 0, math.nan, trace)
+    pairs: deque[tuple[torch.Tensor, torch.Tensor, float]] = deque(maxlen=max(1, memory))
+    status = Status.ITERATION_LIMIT
+    k = 0
+    pgn = projected_norm(xb, x, e.grad)
+    for k in range(1, max_iter + 1):
+        pgn = projected_norm(xb, x, e.grad)
+        trace.append((k - 1, e.phi, pgn))
+        if report is not None:
+            report(e.phi, pgn)
+        if pgn <= tol * max(1.0, abs(e.phi)) or x.numel() == 0:
+            status = Status.CONVERGED
+            break
+        if ctx.should_stop():
+            status = ctx.stop_status()
+            break
+        h = e.grad
+        eps_b = 1e-10 * (1.0 + x.abs())
+        active = ((x <= lo + eps_b) & (h > 0)) | ((x >= hi - eps_b) & (h < 0))
+        free = (~active).to(x.dtype)
+        q = h * free
+        alphas = []
+        for s, yv, rho in reversed(pairs):
+            a = rho * float(torch.dot(s * free, q))
+            alphas.append(a)
+            q = q - a * yv * free
+        if pairs:
+            s, yv, _ = pairs[-1]
+            q = q * (float(torch.dot(s, yv)) / float(torch.dot(yv, yv)))
+        else:
+            hmax = float(q.abs().max()) if q.numel() else 0.0
+            q = q * (min(lr, 1.0 / hmax) if lr > 0 and hmax > 0 else (1.0 / hmax if hmax > 0 else 1.0))
+        for (s, yv, rho), a in zip(pairs, reversed(alphas), strict=True):
+            b = rho * float(torch.dot(yv * free, q))
+            q = q + (a - b) * s * free
+        d = -q * free
+        if not float(torch.dot(d, h)) < 0:  # not a descent direction: restart from the gradient
+            pairs.clear()
+            hmax = float(h.abs().max())
+            d = -h / hmax if hmax > 0 else -h
+        t = 1.0
+        accepted = False
+        for _ in range(40):
+            xn = xb.project(x + t * d)
+            step = xn - x
+            if float(torch.linalg.vector_norm(step)) == 0.0:
+                break
+            en = oracle(xn)
+            if finite_eval(en) and en.phi <= e.phi + 1e-4 * float(torch.dot(h, step)):
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            status = Status.CONVERGED if pgn <= 1e2 * tol * max(1.0, abs(e.phi)) else Status.ITERATION_LIMIT
+            break
+        s, yv = xn - x, en.grad - e.grad
+        sy = float(torch.dot(s, yv))
+        if sy > 1e-10 * float(torch.linalg.vector_norm(s)) * float(torch.linalg.vector_norm(yv)):
+            pairs.append((s, yv, 1.0 / sy))
+        x, e = xn, en
+    else:
+        pgn = projected_norm(xb, x, e.grad)
+    return OuterResult(x, e, status, k, pgn, trace)
