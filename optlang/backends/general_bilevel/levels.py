@@ -175,12 +175,8 @@ class Levels:
         yr = y.detach().requires_grad_(True)
         with torch.enable_grad():
             val = self.F_fn(self.values(xr, yr), batch)
-            if val.requires_grad:
-                gx, gy = torch.autograd.grad(val, (xr, yr), allow_unused=True)
-            else:
-                gx = gy = None
-        gx = gx.detach() if gx is not None else torch.zeros_like(xr)
-        gy = gy.detach() if gy is not None else torch.zeros_like(yr)
+            grads = torch.autograd.grad(val, (xr, yr), allow_unused=True) if val.requires_grad else (None, None)
+        gx, gy = (g.detach() if g is not None else torch.zeros_like(t) for g, t in zip(grads, (xr, yr), strict=True))
         return float(val.detach()), gx, gy
 
     def hvp_F_yy(
