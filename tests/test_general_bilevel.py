@@ -290,3 +290,28 @@ def test_spg_upper_loop_reaches_the_same_answer() -> None:
     assert r.objective == pytest.approx(_stackelberg_reference(m), rel=1e-7)
     with pytest.raises(optlang.OptlangError):
         m.solve(options={"outer": "newton"})
+
+
+def test_rank_one_follower_under_the_automatic_plan() -> None:
+    """g = ½(aᵀy − x)²: S(x) is a hyperplane; the optimistic y is a·x/‖a‖², so Φ(x) = x²/(2‖a‖²) + ½(x − 2)²."""
+    src = """
+param a = [1, 2, -1, 0.5, 0]
+var x
+var y[5]
+minimize 0.5 * sumsq(y) + 0.5 * (x - 2)^2
+subject to { y in argmin over y: 0.5 * (dot(a, y) - x)^2 }
+"""
+    a = np.array([1.0, 2.0, -1.0, 0.5, 0.0])
+    na2 = float(a @ a)
+    x = 2.0 / (1.0 + 1.0 / na2)
+    r = optlang.parse(src).solve(seed=0)
+    assert r.backend == "hgms" and r.status == optlang.Status.CONVERGED
+    assert r.objective == pytest.approx(x**2 / (2 * na2) + 0.5 * (x - 2) ** 2, rel=1e-9)
+    np.testing.assert_allclose(r.values["y"], a * x / na2, atol=1e-7)
+
+
+def test_argmin_without_over_on_other_variables_is_general_bilevel() -> None:
+    m = optlang.parse("var x\nvar y\nminimize (y - 1)^2 + 0.1 * x^2\nsubject to { y in argmin (y - x)^2 }\n")
+    assert m.kind == "general_bilevel"
+    r = m.solve(seed=0)
+    assert r.objective == pytest.approx(1 - 1 / 1.1, rel=1e-9)
