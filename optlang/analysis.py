@@ -16,14 +16,14 @@ class VarInfo:
     kind: str  # "real" | "spin" | "binary"
     shape: tuple[int, ...]
     domain: str = "free"  # "free" | "box" | "simplex" | "ball"
-    role: str = "min"  # "min" (minimizing player / decision) | "max" (maximizing player in minimax)
+    role: str = "min"  # "min" (decision) | "max" (maximizing player, minimax) | "lower" (follower, general bilevel)
 
 
 @dataclass(frozen=True)
 class Form:
     """The classification of a model: kind plus the structural facts backends decide on."""
 
-    kind: str  # ising maxcut bilevel minimax dro multiobjective smooth (one backends/ wing each), general_bilevel
+    kind: str  # one of problem.KINDS (one backends/ wing each)
     sense: str = "minimize"
     variables: tuple[VarInfo, ...] = ()
     n_scalar: int = 0  # total number of scalar decision values

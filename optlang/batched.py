@@ -29,7 +29,7 @@ else:
 
 Path = tuple[int, ...]
 # fun(z_rows, rows) -> (f (R,), grad (R, d)) for the batch members `rows` (a LongTensor) at z_rows (R, d)
-BatchFun = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+BatchFun = Callable[["torch.Tensor", "torch.Tensor"], tuple["torch.Tensor", "torch.Tensor"]]
 
 
 # ----------------------------------------------------------------------------- expressions

@@ -27,6 +27,7 @@ from optlang.problem import (
     BilevelProblem,
     Constraint,
     DROProblem,
+    GeneralBilevelProblem,
     IsingProblem,
     LinearResidual,
     MinimaxProblem,
@@ -182,6 +183,7 @@ def classify(ir: ModelIR) -> Form:
             for c in argmins:
                 if c.over or set(c.names) != set(upper_vars) or not c.expr.type.vars <= set(c.names):
                     kind = "general_bilevel"
+                    errors += _general_bilevel_errors(c, used)
             if len(argmins) > 1:
                 errors.append(ModelError("only one `argmin` constraint is supported", argmins[1].span, code="E513"))
         else:
@@ -206,6 +208,8 @@ def classify(ir: ModelIR) -> Form:
     roles = {}
     if obj.form == "minimax":
         roles = {n: "max" for n in obj.over}
+    if kind == "general_bilevel":
+        roles = {n: "lower" for n in lower_level_names(argmins[0])}
     variables = tuple(
         VarInfo(v.name, v.kind, v.shape, v.domain.kind, roles.get(v.name, "min"))
         for v in ir.variables.values()
@@ -256,6 +260,39 @@ def classify(ir: ModelIR) -> Form:
         matrix_vars=any(len(v.shape) == 2 for v in variables),
         auto=tuple(sorted(amb.auto)) if amb else (),
     )
+
+
+# ---------------------------------------------------------------------------- general bilevel
+def lower_level_names(c: Any) -> tuple[str, ...]:
+    """The follower's variables of an argmin constraint: `over` when given, else the constrained names."""
+    return tuple(c.over) if c.over else tuple(c.names)
+
+
+def _general_bilevel_errors(c: Any, used: set[str]) -> list[OptlangError]:
+    """Structural errors of `y in argmin over y: g(x, y)`: the names must be lower-level variables,
+    and some variable must be left to the upper level."""
+    lower = set(lower_level_names(c))
+    out: list[OptlangError] = []
+    if not set(c.names) <= lower:
+        extra = ", ".join(sorted(set(c.names) - lower))
+        out.append(
+            ModelError(
+                f"{extra} is constrained to the argmin but is not among the variables after `over`",
+                c.span,
+                hint="write `y in argmin over y: g(x, y)` with the same names on both sides",
+                code="E513",
+            )
+        )
+    elif not used - lower:
+        out.append(
+            ModelError(
+                "every variable is a lower-level variable: nothing is left to the upper level",
+                c.span,
+                hint="for a simple bilevel problem write `x in argmin g(x)` without `over`",
+                code="E513",
+            )
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------- linear residual
@@ -360,6 +397,14 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         assert obj.expr is not None
         lower = next(c for c in ir.constraints if c.sense == "argmin")
         return Compiled(BilevelProblem(variables, torch_function(obj.expr), torch_function(lower.expr)), _identity)
+    if kind == "general_bilevel":
+        assert obj.expr is not None
+        lower_c = next(c for c in ir.constraints if c.sense == "argmin")
+        lower_names = set(lower_level_names(lower_c))
+        ups = tuple(v for v in variables if v.name not in lower_names)
+        lows = tuple(v for v in variables if v.name in lower_names)
+        problem = GeneralBilevelProblem(ups, lows, torch_function(obj.expr), torch_function(lower_c.expr))
+        return Compiled(problem, _identity)
     if kind == "minimax":
         assert obj.expr is not None
         mins = tuple(v for v in variables if v.name not in obj.over)

@@ -185,14 +185,6 @@ def plan(form: Form, backend: str = "auto", span: Span | None = None, time_limit
     cands = _rank([_candidate(n, form, time_limit) for n in names], time_limit)
     accepted = [c for c in cands if c.accepted]
     if forced_name is None:
-        if form.kind == "general_bilevel":
-            raise PlanError(
-                "this is a general bilevel problem (the lower level optimizes other variables than the "
-                "upper level); no backend for it exists yet",
-                span,
-                hint="for a simple bilevel problem write `x in argmin g(x)` over the upper level's variables",
-                code="E801",
-            )
         auto = [c for c in accepted if c.auto]
         if not auto:
             refused = [c for c in cands if not c.accepted]

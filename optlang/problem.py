@@ -14,6 +14,18 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+Kind = Literal["ising", "maxcut", "bilevel", "minimax", "dro", "multiobjective", "smooth", "general_bilevel"]
+KINDS: tuple[str, ...] = (
+    "ising",
+    "maxcut",
+    "bilevel",
+    "minimax",
+    "dro",
+    "multiobjective",
+    "smooth",
+    "general_bilevel",
+)
+
 
 # ----------------------------------------------------------------------------- domains
 @dataclass(frozen=True)
@@ -234,6 +246,20 @@ class BilevelProblem:
 
 
 @dataclass(frozen=True)
+class GeneralBilevelProblem:
+    """General bilevel: minimize `upper`(x, y) over x, with y ∈ argmin_y `lower`(x, y) (optimistic).
+
+    `upper_vars` are x (the leader's variables, domains projected), `lower_vars` are y (the
+    follower's); both functions take the values of every variable.
+    """
+
+    upper_vars: tuple[Variable, ...]
+    lower_vars: tuple[Variable, ...]
+    upper: TorchFunction
+    lower: TorchFunction
+
+
+@dataclass(frozen=True)
 class MinimaxProblem:
     """min over `min_vars` of max over `max_vars` of `objective`."""
 
@@ -311,4 +337,12 @@ class DROProblem:
     linear: LinearResidual | None = None
 
 
-Problem = IsingProblem | SmoothProblem | BilevelProblem | MinimaxProblem | MultiObjectiveProblem | DROProblem
+Problem = (
+    IsingProblem
+    | SmoothProblem
+    | BilevelProblem
+    | GeneralBilevelProblem
+    | MinimaxProblem
+    | MultiObjectiveProblem
+    | DROProblem
+)

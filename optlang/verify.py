@@ -82,6 +82,12 @@ def verify(
         elif finite:
             objective, extra = _continuous_objective(ir, compiled, values, info, raw.objective)
             checks += extra
+            if kind == "general_bilevel":  # gap, selection and hypergradient re-derived in float64
+                from optlang.backends.general_bilevel.checks import general_bilevel_checks
+
+                gb_checks, gb_info = general_bilevel_checks(compiled.problem, values)  # type: ignore[arg-type]
+                checks += [Check(n, ok, detail) for n, ok, detail in gb_checks]
+                info.update(gb_info)
         if raw.bound is not None and math.isfinite(raw.bound):
             bound = compiled.sign * raw.bound + compiled.offset
             if objective is not None:

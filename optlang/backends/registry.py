@@ -34,6 +34,10 @@ BACKENDS: dict[str, str] = {
     "dro-cvxpy": "optlang.backends.dro.dro_cvxpy:DROCvxpy",
     "erm": "optlang.backends.dro.erm:ERM",
     "gd": "optlang.backends.smooth.gd:GD",
+    "hgms": "optlang.backends.general_bilevel.hgms:HGMS",
+    "aid": "optlang.backends.general_bilevel.aid:AID",
+    "itd": "optlang.backends.general_bilevel.itd:ITD",
+    "kkt": "optlang.backends.general_bilevel.kkt:KKT",
 }
 
 # the problem kinds each backend serves (the same as its class's `kinds`; checked by a test)
@@ -56,6 +60,10 @@ KINDS: dict[str, str] = {
     "dro-cvxpy": "dro",
     "erm": "dro",
     "gd": "smooth",
+    "hgms": "general_bilevel",
+    "aid": "general_bilevel",
+    "itd": "general_bilevel",
+    "kkt": "general_bilevel",
 }
 
 
