@@ -356,7 +356,10 @@ def test_determinism_and_seed():
 
 def test_time_limit_and_progress():
     p, _, _ = quadratic_game(seed=4)
-    sol = solve(AdaSGDA(), p, max_iter=10**9, time_limit=0.3, final_report=False, tol=1e-30, report_every=10)
+    # patience 0: no stagnation stop, so the run fills its limit
+    sol = solve(
+        AdaSGDA(), p, max_iter=10**9, time_limit=0.3, final_report=False, tol=1e-30, report_every=10, patience=0
+    )
     assert sol.status == Status.TIME_LIMIT
     assert len(sol.history) >= 2 and np.all(np.isfinite(sol.values["x"]))
 

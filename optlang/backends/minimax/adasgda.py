@@ -261,6 +261,7 @@ class AdaSGDA(Backend):
         inner_iters: int = 3000
         convex_concave: str = "auto"  # auto (sampled curvature) | yes | no: whether to report a duality gap
         final_report: bool = True
+        patience: int = 1000  # stop after this many iterations without a 1% better proxy (0: never)
 
     def refuse(self, form: Form) -> str | None:
         return minimax_refusal(form, self.kinds)

@@ -103,6 +103,7 @@ class LoopSettings:
     inner_iters: int = 3000
     convex_concave: str = "auto"
     final_report: bool = True
+    patience: int = STALL_ITERS  # stagnation: iterations without a 1% better proxy (stopping.py); 0: never
 
     @classmethod
     def from_options(cls, options: Any) -> LoopSettings:
@@ -181,7 +182,7 @@ def minimax_loop(
     stopped_by_callback = False
     # stagnation (stopping.py): the best proxy has not fallen by 1% in STALL_ITERS iterations and in as
     # many iterations and seconds again as it took to reach it (a cycling or creeping run ends early)
-    stagnation = Stagnation(STALL_ITERS, rtol=1e-2, floor=0.0)
+    stagnation = Stagnation(settings.patience, rtol=1e-2, floor=0.0)
     stop = ""
     t = 0
     last_f = float(f0)
