@@ -39,7 +39,7 @@ def load(
     path: str | Path,
     params: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
-    allow_paths: list[str | Path] | None = None,
+    allow_paths: Sequence[str | Path] | None = None,
 ) -> Model:
     """Read a .opt file; params/data override `param`/`data`/`graph` declarations by name.
 
@@ -79,7 +79,7 @@ def parse(
     params: Mapping[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     path: str = "<string>",
-    allow_paths: list[str | Path] | None = None,
+    allow_paths: Sequence[str | Path] | None = None,
 ) -> Model:
     """Parse model text (paths in load() are relative to base_dir and confined to it and allow_paths).
 

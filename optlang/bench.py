@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from optlang.compare.cli import add_common_arguments, parse_assignments
-from optlang.compare.stats import ATOL, RTOL, best_of, has_value
+from optlang.compare.stats import ATOL, RTOL, best_of, has_value, usable_objective
 from optlang.compare.traces import objective_trace
 from optlang.executors import Job, JobFn, execute, make_executor, stream
 from optlang.result import Result
@@ -160,10 +160,11 @@ def time_to_target(r: Result, target: float | None, sense: str, atol: float = AT
 
 def objective_gap(r: Result, target: float | None, sense: str) -> float:
     """How far a run's objective falls short of the target, relative to max(1, |target|) (inf: no solution)."""
-    if target is None or not has_value(r):
+    objective = usable_objective(r)
+    if target is None or objective is None:
         return math.inf
     sign = 1.0 if sense == "maximize" else -1.0
-    return max(0.0, sign * (target - float(r.objective))) / max(1.0, abs(target))
+    return max(0.0, sign * (target - float(objective))) / max(1.0, abs(target))
 
 
 @dataclass
@@ -317,13 +318,13 @@ class BenchReport:
                 if not runs:
                     row.append(DASH if b not in m.refused else "refused")
                     continue
-                objs = [r.objective for r in runs if has_value(r)]
+                objs = [v for r in runs if (v := usable_objective(r)) is not None]
                 if not objs:
                     row.append(runs[0].status.value)
                     continue
                 text = f"{num(best_of(objs, m.sense))} / {num(statistics.median(objs))}"
                 if timing:
-                    t = [r.timing.get("total") for r in runs if r.timing.get("total") is not None]
+                    t = [v for r in runs if (v := r.timing.get("total")) is not None]
                     text += f" ({seconds(statistics.median(t))})" if t else ""
                 row.append(text)
             table.append(row)

@@ -18,7 +18,7 @@ from optlang.compiler import Compiled
 from optlang.ir.evaluate import evaluate_np
 from optlang.planner import Plan
 from optlang.problem import DROProblem, IsingProblem
-from optlang.result import OPTIMAL_GAP_TOL, Check, Result, Status, consistent_status
+from optlang.result import OPTIMAL_GAP_TOL, Check, HistoryRow, Result, Status, consistent_status
 
 if TYPE_CHECKING:
     from optlang.analysis import Form
@@ -114,7 +114,7 @@ def verify(
         info["status_note"] = f"{status.value} by the backend; the certified bound proves the objective optimal"
         status = Status.OPTIMAL
     history = tuple(
-        (
+        HistoryRow(
             float(t),
             compiled.sign * float(o) + compiled.offset if o is not None and math.isfinite(o) else float("nan"),
             None if b is None else compiled.sign * float(b) + compiled.offset,
@@ -124,7 +124,7 @@ def verify(
     return Result(
         status=status,
         objective=objective,
-        values=values,
+        values=dict(values),  # Result's values also hold floats (scalars); the dict is rebuilt there anyway
         backend=backend,
         kind=kind,
         sense=form.sense,

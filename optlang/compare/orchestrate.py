@@ -24,7 +24,7 @@ def candidate_backends(model: Any, requested: Sequence[str] | None) -> tuple[lis
     refused: dict[str, str] = {}
     known = registry.names()
     if not requested:  # every registered backend that accepts the form, baselines included, by priority
-        accepted = []
+        accepted: list[tuple[int, int, str]] = []  # (priority, registration order, name)
         for name in known:
             backend = registry.get(name)
             reason = backend.available() or backend.refuse(model.form)

@@ -27,14 +27,15 @@ def better(a: float, b: float, sense: str) -> bool:
     return a > b if sense == "maximize" else a < b
 
 
-def best_of(values: Sequence[float], sense: str) -> float | None:
+def best_of(values: Sequence[float | None], sense: str) -> float | None:
+    """The best finite value in the model's sense (None and non-finite entries skipped), or None."""
     vals = [v for v in values if v is not None and math.isfinite(v)]
     if not vals:
         return None
     return max(vals) if sense == "maximize" else min(vals)
 
 
-def tightest_bound(values: Sequence[float], sense: str) -> float | None:
+def tightest_bound(values: Sequence[float | None], sense: str) -> float | None:
     """The tightest claimed bound: the least upper bound (maximize) or greatest lower bound (minimize)."""
     vals = [v for v in values if v is not None and math.isfinite(v)]
     if not vals:
@@ -52,6 +53,11 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 def has_value(r: Result) -> bool:
     """A run that holds a usable, finite objective value."""
     return r.status.has_solution and r.objective is not None and math.isfinite(r.objective)
+
+
+def usable_objective(r: Result) -> float | None:
+    """The run's objective when has_value(r) holds, else None (the typed form, for narrowing)."""
+    return r.objective if has_value(r) else None
 
 
 @dataclass
@@ -97,9 +103,10 @@ class BackendSummary:
 def summarize(results: Sequence[Result], backend: str, sense: str, flagged: bool = False) -> BackendSummary:
     """The summary row of one backend's runs."""
     runs = [r for r in results if r.backend == backend]
-    objs = [r.objective for r in runs if has_value(r)]
-    times = [r.timing.get("total", r.timing.get("solve")) for r in runs if r.status.has_solution]
-    times = [t for t in times if t is not None]
+    objs = [v for r in runs if (v := usable_objective(r)) is not None]
+    times = [
+        t for r in runs if r.status.has_solution and (t := r.timing.get("total", r.timing.get("solve"))) is not None
+    ]
     statuses: dict[str, int] = {}
     for r in runs:
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
@@ -174,19 +181,20 @@ def find_contradictions(
     with a recomputed finite objective. Only the strongest witness per claim is reported.
     """
     sign = 1.0 if sense == "maximize" else -1.0  # sign * (witness - claim) > 0 means the witness beats it
-    witnesses = [r for r in results if _witness_ok(r)]
+    witnesses = [(v, r) for r in results if _witness_ok(r) and (v := usable_objective(r)) is not None]
     if not witnesses:
         return []
-    champion = max(witnesses, key=lambda r: sign * r.objective)
+    champion_objective, champion = max(witnesses, key=lambda w: sign * w[0])
     out: list[Contradiction] = []
     for r in results:
         claims: list[tuple[str, float]] = []
-        if r.status == Status.OPTIMAL and has_value(r):
-            claims.append(("optimal", float(r.objective)))
+        objective = usable_objective(r)
+        if r.status == Status.OPTIMAL and objective is not None:
+            claims.append(("optimal", float(objective)))
         if r.bound is not None and math.isfinite(r.bound):
             claims.append(("bound", float(r.bound)))
         for claim, value in claims:
-            excess = sign * (champion.objective - value)
+            excess = sign * (champion_objective - value)
             if excess > atol + rtol * max(1.0, abs(value)):
                 out.append(
                     Contradiction(
@@ -196,7 +204,7 @@ def find_contradictions(
                         value,
                         champion.backend,
                         champion.seed,
-                        float(champion.objective),
+                        float(champion_objective),
                         float(excess),
                     )
                 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from optlang.compare.stats import has_value
+from optlang.compare.stats import usable_objective
 from optlang.result import Result
 
 # A backend's last report "equals" the recomputed objective within this relative tolerance (float32 backends).
@@ -34,24 +34,26 @@ def _tol(v: float) -> float:
 
 def _finite_rows(r: Result, column: int) -> Points:
     return [
-        (float(row[0]), float(row[column]))
+        (float(row[0]), float(v))
         for row in r.history
-        if row[column] is not None and math.isfinite(float(row[column])) and math.isfinite(float(row[0]))
+        if (v := row[column]) is not None and math.isfinite(float(v)) and math.isfinite(float(row[0]))
     ]
 
 
 def reports_model_objective(r: Result) -> bool:
     """Does the backend's history report the model's objective? (its last report equals the recomputed one)"""
     rows = _finite_rows(r, 1)
-    return has_value(r) and bool(rows) and abs(rows[-1][1] - float(r.objective)) <= _tol(float(r.objective))
+    objective = usable_objective(r)
+    return objective is not None and bool(rows) and abs(rows[-1][1] - float(objective)) <= _tol(float(objective))
 
 
 def objective_trace(r: Result, sense: str) -> tuple[Points, Points]:
     """(incumbent points, left-out own reports) of one run; the incumbent ends at the recomputed objective."""
     rows = _finite_rows(r, 1)
-    if not has_value(r):
+    objective = usable_objective(r)
+    if objective is None:
         return [], rows
-    final = float(r.objective)
+    final = float(objective)
     sign = 1.0 if sense == "maximize" else -1.0
     kept: Points = []
     own: Points = []

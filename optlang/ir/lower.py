@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def lower_source(
     source: Source,
     params: dict[str, Any] | None = None,
     data: dict[str, Any] | None = None,
-    allow_paths: list[str | Path] | None = None,
+    allow_paths: Sequence[str | Path] | None = None,
 ) -> ModelIR:
     """Parse and lower a model; params/data override `param`/`data`/`graph` sources by name.
 
@@ -121,7 +122,7 @@ class Lowerer:
         source: Source,
         overrides: dict[str, Any],
         data_overrides: dict[str, Any],
-        allow_paths: list[str | Path] | None = None,
+        allow_paths: Sequence[str | Path] | None = None,
     ) -> None:
         self.source = source
         self.roots = [Path(source.base_dir)] + [Path(p) for p in allow_paths or []]

@@ -213,7 +213,8 @@ def render_comparison(c: Comparison, command: str = "compare") -> str:
 
 def _math_section(latex: str) -> str:
     """The rendered maths (mathtext SVG) with its LaTeX source one click away."""
-    svg_text, failed = None, []
+    svg_text: str | None = None
+    failed: list[str] = []
     if not latex.startswith("(LaTeX form unavailable"):
         try:
             svg_text, failed = maths.render_svg(latex)
@@ -278,7 +279,7 @@ def _kind_panel(c: Comparison) -> str:
         for b in c.backends:
             r = panels.best_run(c, b)
             rows = panels.region_rows(r) if r else []
-            if rows:
+            if r is not None and rows:
                 cols = list(rows[0])
                 parts.append(f"<p><b>{escape(b)}</b> (seed {r.seed}) — per-region statistics</p>")
                 parts.append(table(cols, [[fmt.cell(row.get(k)) for k in cols] for row in rows], name_cols=1))

@@ -183,7 +183,7 @@ def _panel(c: Comparison) -> list[str]:
         for b in c.backends:
             r = panels.best_run(c, b)
             rows = panels.region_rows(r) if r else []
-            if rows:
+            if r is not None and rows:
                 cols = list(rows[0])
                 out += [
                     f"**{b}** (seed {r.seed})",

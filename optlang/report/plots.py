@@ -16,9 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from optlang.compare.stats import usable_objective
 from optlang.report import panels
 
 if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
     from optlang.compare.comparison import Comparison
 
 # Okabe & Ito (2008), without its yellow (too pale on white): distinguishable under the common
@@ -27,7 +30,7 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 GLYPHS = {"o": "●", "s": "■", "^": "▲", "D": "◆", "v": "▼", "P": "✚", "X": "✖"}  # the marker as text (tables)
 WIDTH_IN = 9.0  # figure width in inches (SVG scales to the page; CSS caps it at 100%)
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "path",
     "svg.hashsalt": "optlang",  # stable ids: the same report twice is the same file
     "font.size": 9.5,
@@ -296,7 +299,7 @@ def distribution_svg(c: Comparison) -> str:
     fig = _draw(3.8)
     ax = _axes(fig)
     for i, b in enumerate(c.backends):
-        vals = [float(r.objective) for r in c.runs(b) if panels.has_value(r)]
+        vals = [float(v) for r in c.runs(b) if (v := usable_objective(r)) is not None]
         if not vals:
             continue
         n = len(vals)

@@ -83,7 +83,7 @@ class TCDRO(Backend):
                 auto[key] = tuple(sorted(set(float(c) for c in cands)))
                 del given[key]
         opts = super().make_options(given)
-        opts._auto = auto  # type: ignore[attr-defined]
+        opts._auto = auto
         return opts
 
     def refuse(self, form: Any) -> str | None:

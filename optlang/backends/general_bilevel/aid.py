@@ -73,7 +73,7 @@ class AID(Backend):
     def refuse(self, form: Any) -> str | None:
         return super().refuse(form) or refuse_general_bilevel(form, self.name)
 
-    def solve(self, problem: GeneralBilevelProblem, options: AIDOptions, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+    def solve(self, problem: GeneralBilevelProblem, options: AIDOptions, ctx: RunContext) -> RawSolution:
         check_outer(options, self.name)
         if options.cg_iters < 1:
             raise OptionError("cg_iters", "aid needs cg_iters ≥ 1")

@@ -129,7 +129,7 @@ class HGMS(Backend):
     def refuse(self, form: Any) -> str | None:
         return super().refuse(form) or refuse_general_bilevel(form, self.name)
 
-    def solve(self, problem: GeneralBilevelProblem, options: HGMSOptions, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+    def solve(self, problem: GeneralBilevelProblem, options: HGMSOptions, ctx: RunContext) -> RawSolution:
         check_outer(options, self.name)
         if options.krylov not in ("minres", "cgnr", "clip"):
             raise OptionError(

@@ -86,7 +86,7 @@ class ITD(Backend):
     def refuse(self, form: Any) -> str | None:
         return super().refuse(form) or refuse_general_bilevel(form, self.name)
 
-    def solve(self, problem: GeneralBilevelProblem, options: ITDOptions, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+    def solve(self, problem: GeneralBilevelProblem, options: ITDOptions, ctx: RunContext) -> RawSolution:
         check_outer(options, self.name)
         if options.unroll < 1 or options.unroll_step <= 0:
             raise OptionError("unroll", "itd needs unroll ≥ 1 and unroll_step > 0")

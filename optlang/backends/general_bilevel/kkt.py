@@ -65,7 +65,7 @@ class KKT(Backend):
             )
         return None
 
-    def solve(self, problem: GeneralBilevelProblem, options: KKTOptions, ctx: RunContext) -> RawSolution:  # type: ignore[override]
+    def solve(self, problem: GeneralBilevelProblem, options: KKTOptions, ctx: RunContext) -> RawSolution:
         from scipy.optimize import BFGS, Bounds, LinearConstraint, NonlinearConstraint, minimize
         from scipy.sparse.linalg import LinearOperator
 

@@ -135,16 +135,15 @@ def safe_grads(
     loss: torch.Tensor, X: dict[str, torch.Tensor], retain: bool = False
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Gradients of a scalar loss w.r.t. the batch, and a (B,) mask of instances whose gradient is finite."""
-    names = list(X)
+    names = list(X)  # never empty: autograd.grad refuses empty inputs
     gs = torch.autograd.grad(loss, [X[k] for k in names], retain_graph=retain, allow_unused=True)
-    out = {}
-    ok = None
+    out: dict[str, torch.Tensor] = {}
+    finite: list[torch.Tensor] = []
     for k, g in zip(names, gs, strict=True):
         g = torch.zeros_like(X[k]) if g is None else g
-        fin = torch.isfinite(g).reshape(g.shape[0], -1).all(1)
-        ok = fin if ok is None else ok & fin
+        finite.append(torch.isfinite(g).reshape(g.shape[0], -1).all(1))
         out[k] = g
-    return out, ok
+    return out, torch.stack(finite).all(0)
 
 
 def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torch.Tensor, delta: float) -> dict:
@@ -162,9 +161,12 @@ def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torc
             if lo is not None and hi is not None:
                 centre = torch.full_like(t, 0.5 * (lo + hi))
                 moved = t + delta * (centre - t)
-            else:
-                base = lo if lo is not None else hi
-                moved = t + delta * (1.0 if lo is not None else -1.0) * (1.0 + abs(base))
+            elif lo is not None:
+                moved = t + delta * (1.0 + abs(lo))
+            elif hi is not None:
+                moved = t - delta * (1.0 + abs(hi))
+            else:  # a box infinite on both sides is free
+                moved = t + delta * (1.0 + t.abs())
         elif d.kind == "simplex":
             moved = (1 - delta) * t + delta / t[0].numel()
         elif d.kind == "ball":

@@ -157,7 +157,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         if ctx.should_stop():
             stopped = "time"
             break
-        if z is None:
+        if z is None or s is None:  # set together, on the first iteration
             with torch.no_grad():
                 F0 = ev(batch.X)[:, :m]
             archive.add(F0, batch.X)

@@ -51,7 +51,7 @@ from optlang.backends.multiobjective.metrics import (
 from optlang.backends.multiobjective.polish import polish, polishable
 from optlang.errors import OptionError
 from optlang.lazy import lazy_module
-from optlang.problem import MultiObjectiveProblem, Variable
+from optlang.problem import MultiObjectiveProblem, TorchFunction, Variable
 
 if TYPE_CHECKING:
     import torch
@@ -338,10 +338,13 @@ def min_norm_weights(
 
 
 def _bnorm(G: dict[str, torch.Tensor]) -> torch.Tensor:
-    tot = None
-    for g in G.values():
-        s = torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0).reshape(g.shape[0], -1).pow(2).sum(1)
-        tot = s if tot is None else tot + s
+    """Per-instance Euclidean norm over every variable's entries (non-finite entries count as 0); G not empty."""
+    squares = [
+        torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0).reshape(g.shape[0], -1).pow(2).sum(1) for g in G.values()
+    ]
+    tot = squares[0]
+    for s in squares[1:]:  # summed in variable order
+        tot = tot + s
     return tot.sqrt()
 
 
@@ -482,11 +485,13 @@ class ParetoM3(Backend):
             raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
         torch.manual_seed(ctx.seed)
         if problem.preference is not None:
-            return self._preferred(problem, options, ctx)
+            return self._preferred(problem, problem.preference, options, ctx)
         return self._front(problem, options, ctx)
 
     # --- with a preference: one preferred weakly Pareto point
-    def _preferred(self, problem: MultiObjectiveProblem, o: ParetoM3Options, ctx: RunContext) -> RawSolution:
+    def _preferred(
+        self, problem: MultiObjectiveProblem, preference: TorchFunction, o: ParetoM3Options, ctx: RunContext
+    ) -> RawSolution:
         m = len(problem.objectives)
         names = [n for n, _ in problem.objectives]
         archive = Archive()
@@ -544,7 +549,7 @@ class ParetoM3(Backend):
         u_p, _, _ = inner_merit(loop, P, P, o.merit_iters, o.lr_y)
         vals = [{n: t[b].detach().cpu().numpy().astype(np.float64) for n, t in P.items()} for b in range(B)]
         F = np.array([[float(f.value(v)) for _, f in problem.objectives] for v in vals])
-        phi = np.array([float(problem.preference.value(v)) for v in vals])
+        phi = np.array([float(preference.value(v)) for v in vals])
         scale = 1.0 + np.abs(F).max(1)
         ok = u_p <= o.merit_tol * scale
         best = int(np.argmin(np.where(ok, phi, np.inf))) if ok.any() else int(np.argmin(u_p / scale))
@@ -554,7 +559,7 @@ class ParetoM3(Backend):
             r = polished["r"]
             vals[best] = {n: np.asarray(v, dtype=np.float64) for n, v in r.values.items()}
             F[best] = [float(f.value(vals[best])) for _, f in problem.objectives]
-            phi[best] = float(problem.preference.value(vals[best]))
+            phi[best] = float(preference.value(vals[best]))
             u_p[best] = polished["u"]
             scale[best] = 1.0 + np.abs(F[best]).max()
             ok[best] = True

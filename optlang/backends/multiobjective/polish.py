@@ -110,13 +110,14 @@ def polish(
 ) -> Polished | None:
     """SLSQP on the Pareto-critical formulation from `start`; None when not applicable or it failed.
     `stop()` (the run's time limit / interrupt) ends SLSQP early; the point is then judged as it is."""
-    if not polishable(problem, max_dim):
+    preference = problem.preference  # polishable() refuses a problem without one
+    if preference is None or not polishable(problem, max_dim):
         return None
     from scipy import optimize  # ≈0.2 s to import: only when a point is polished
 
     fl = _Flat(problem)
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
-    pref = problem.preference.compile("cpu", torch.float64)
+    pref = preference.compile("cpu", torch.float64)
     m = len(fns)
     count = [0]
 
@@ -161,7 +162,8 @@ def polish(
     # balls: active when x̂ is on the sphere and Σλ̂∇F points inward (∇ΣλF + κ x = 0, ‖x‖² = r², κ ≥ 0);
     # inactive ones only keep ‖x‖² ≤ r² as an inequality
     bfree = fl.bgrp[free]
-    act_b, inact_b = [], []
+    act_b: list[tuple[np.ndarray, float]] = []  # (free indices of the ball's entries, radius)
+    inact_b: list[tuple[np.ndarray, float]] = []
     for gi, rad in fl.balls:
         ix = np.flatnonzero(bfree == gi)
         nx = float(np.linalg.norm(z0[free][ix]))
@@ -332,10 +334,13 @@ def constraint_jacobian(
     Hk = H.copy()
     Bc = np.zeros((nf, nb))
     sph = np.zeros((nb, nf + m + G + nb))
-    for b, ix in enumerate(balls):
-        Hk[ix, ix] += kappa[b]
-        Bc[ix, b] = x[ix]
-        sph[b, ix] = 2.0 * x[ix]
+    if balls:
+        if x is None or kappa is None:
+            raise ValueError("constraint_jacobian: balls need the point x and their multipliers kappa")
+        for b, ix in enumerate(balls):
+            Hk[ix, ix] += kappa[b]
+            Bc[ix, b] = x[ix]
+            sph[b, ix] = 2.0 * x[ix]
     top = np.concatenate([Hk, Jf.T, -E, Bc], 1)
     mid = np.concatenate([E.T, np.zeros((G, m + G + nb))], 1)
     bottom = np.concatenate([np.zeros(nf), np.ones(m), np.zeros(G + nb)])[None, :]
