@@ -253,7 +253,8 @@ def _np_cut(W: Any, s: Any) -> Any:
 
 def _t_cut(W: Any, s: Any) -> Any:
     torch = _torch()
-    total = torch.sparse.sum(W) / 2.0 if W.layout != torch.strided else W.sum() / 2.0
+    # ir/evaluate.py hands a graph over as sparse CSR, which torch.sparse.sum refuses; .sum() takes it
+    total = torch.sparse.sum(W) / 2.0 if W.layout == torch.sparse_coo else W.sum() / 2.0
     return (total - s @ _t_matmul(W, s) / 2.0) / 2.0
 
 
