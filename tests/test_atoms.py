@@ -219,3 +219,18 @@ def test_cut_of_a_relaxed_vector_solves_in_torch() -> None:
     assert r.objective is not None and r.objective > 0
     if r.backend_objective is not None:  # the torch value agrees with the float64 re-evaluation
         assert r.backend_objective == pytest.approx(r.objective, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", list(ATOMS))
+def test_latex_template_and_degree_rule(name: str) -> None:
+    """Each entry's LaTeX template fills from its arguments, and its degree rule calls a constant constant."""
+    from optlang.ir.nodes import Op, Var
+    from optlang.latex import expr_latex
+
+    spec = ATOMS[name]
+    k = spec.nargs[0] if spec.nargs[0] == spec.nargs[1] else 3
+    args = tuple(Var(SPAN, Type(), f"x{i}") for i in range(k))
+    node = Op(SPAN, Type(), name, args, {"text": "i"} if name == "index" else {})
+    tex = expr_latex(node)
+    assert all(f"x{i}" in tex for i in range(k)), tex
+    assert spec.degree([0.0] * k, [2.0] * k) == 0, name
