@@ -28,17 +28,9 @@ from scipy.optimize import minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.mo_problems import dtlz2_problem, dtlz_problem, zdt_front, zdt_problem  # noqa: E402
 from optlang.backends.base import RunContext  # noqa: E402
-from optlang.backends.multiobjective.metrics import (  # noqa: E402
-    das_dennis,
-    dtlz2_problem,
-    dtlz_problem,
-    hypervolume,
-    igd,
-    nondominated,
-    zdt_front,
-    zdt_problem,
-)
+from optlang.backends.multiobjective.metrics import das_dennis, hypervolume, igd, nondominated  # noqa: E402
 from optlang.backends.multiobjective.paretom3 import ParetoM3  # noqa: E402
 from optlang.backends.multiobjective.weighted_sum import WeightedSum  # noqa: E402
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
+from optlang.ir.atoms import ATOMS
 from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
 from optlang.ir.model import ModelIR
 from optlang.ir.nodes import Const, Node, Op, Var
@@ -51,32 +52,15 @@ class Compiled:
 
 # ---------------------------------------------------------------------------- degree
 def degree(node: Node) -> float:
-    """Polynomial degree in the decision variables (inf when not a polynomial)."""
+    """Polynomial degree in the decision variables (inf when not a polynomial); each atom's rule is in its
+    AtomSpec (ir/atoms.py)."""
     if isinstance(node, Const):
         return 0
     if isinstance(node, Var):
         return 1
     assert isinstance(node, Op)
-    ds = [degree(a) for a in node.args]
-    a = node.atom
-    if a in ("add", "sub"):
-        return max(ds)
-    if a in ("neg", "index", "transpose", "sum", "mean", "array"):
-        return max(ds)
-    if a in ("mul", "matmul", "dot"):
-        return sum(ds)
-    if a == "div":
-        return ds[0] if ds[1] == 0 else math.inf
-    if a == "pow":
-        exp = node.args[1]
-        if isinstance(exp, Const) and np.ndim(exp.value) == 0 and float(exp.value).is_integer() and exp.value >= 0:
-            return ds[0] * float(exp.value)
-        return math.inf if ds[0] else 0
-    if a in ("square", "sumsq", "quad"):
-        return 2 * ds[0]
-    if a == "cut":
-        return 2 * ds[1]
-    return 0 if max(ds, default=0) == 0 else math.inf
+    consts = [a.value if isinstance(a, Const) else None for a in node.args]
+    return ATOMS[node.atom].degree([degree(a) for a in node.args], consts)
 
 
 def _first_high_degree(node: Node, limit: int) -> Node:

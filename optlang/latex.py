@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
+from string import Template
 from typing import TYPE_CHECKING
 
+from optlang.ir.atoms import ATOMS
 from optlang.ir.nodes import Const, Node, Op, Var
 
 if TYPE_CHECKING:
     from optlang.ir.model import ModelIR
 
-_FUNCS = {
-    "sum": r"\textstyle\sum",
-    "mean": r"\operatorname{mean}",
-    "exp": r"\exp",
-    "log": r"\log",
-    "tanh": r"\tanh",
-    "sqrt": r"\sqrt",
-}
-
 
 def expr_latex(n: Node) -> str:
+    """An expression as LaTeX; each atom's template is its AtomSpec's `latex` (ir/atoms.py)."""
     if isinstance(n, Const):
         if n.label:
             return n.label.replace("_", r"\_")
@@ -29,39 +23,13 @@ def expr_latex(n: Node) -> str:
         return n.name.replace("_", r"\_")
     assert isinstance(n, Op)
     a = [expr_latex(x) for x in n.args]
-    op = n.atom
-    if op == "add":
-        return f"{a[0]} + {a[1]}"
-    if op == "sub":
-        return f"{a[0]} - {_p(n.args[1], a[1])}"
-    if op == "mul":
-        return f"{_p(n.args[0], a[0])} \\cdot {_p(n.args[1], a[1])}"
-    if op == "div":
-        return f"\\frac{{{a[0]}}}{{{a[1]}}}"
-    if op == "matmul":
-        return f"{_p(n.args[0], a[0])} {_p(n.args[1], a[1])}"
-    if op == "pow":
-        return f"{_p(n.args[0], a[0])}^{{{a[1]}}}"
-    if op == "neg":
-        return f"-{_p(n.args[0], a[0])}"
-    if op == "transpose":
-        return f"{_p(n.args[0], a[0])}^\\top"
-    if op == "index":
-        return f"{a[0]}_{{{n.static.get('text', '')}}}"
-    if op == "sumsq":
-        return f"\\lVert {a[0]} \\rVert_2^2"
-    if op == "norm2":
-        return f"\\lVert {a[0]} \\rVert_2"
-    if op == "norm1":
-        return f"\\lVert {a[0]} \\rVert_1"
-    if op == "quad":
-        return f"{a[0]}^\\top {a[1]} {a[0]}"
-    if op == "dot":
-        return f"\\langle {a[0]}, {a[1]} \\rangle"
-    if op == "sqrt":
-        return f"\\sqrt{{{a[0]}}}"
-    name = _FUNCS.get(op, f"\\operatorname{{{op}}}")
-    return f"{name}\\left({', '.join(a)}\\right)"
+    spec = ATOMS.get(n.atom)
+    template = spec.latex if spec is not None and spec.latex else rf"\operatorname{{{n.atom}}}\left(${{args}}\right)"
+    fields = {"args": ", ".join(a), "text": str(n.static.get("text", ""))}
+    for i, (arg, s) in enumerate(zip(n.args, a, strict=True)):
+        fields[f"a{i}"] = s
+        fields[f"p{i}"] = _p(arg, s)
+    return Template(template).substitute(fields)
 
 
 def _p(n: Node, s: str) -> str:

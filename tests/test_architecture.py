@@ -86,7 +86,7 @@ def test_the_library_imports_no_tests_benchmarks_or_scripts() -> None:
 
 
 def test_each_backend_lives_in_a_wing_of_a_kind_it_solves() -> None:
-    for name, target in registry.BACKENDS.items():
+    for name, (target, _) in registry.BACKENDS.items():
         parts = target.split(":")[0].split(".")
         assert parts[:2] == ["optlang", "backends"] and len(parts) >= 4, f"{name}: {target} is not in a wing"
         wing = parts[2]

@@ -9,18 +9,15 @@ import pytest
 import torch
 from scipy.optimize import minimize, minimize_scalar
 
+from benchmarks.mo_problems import dtlz2_front, dtlz2_problem, zdt_front, zdt_problem
 from optlang.analysis import Form, VarInfo
 from optlang.backends.base import RunContext, Status
 from optlang.backends.multiobjective.metrics import (
     das_dennis,
     dominates,
-    dtlz2_front,
-    dtlz2_problem,
     hypervolume,
     igd,
     nondominated_mask,
-    zdt_front,
-    zdt_problem,
 )
 from optlang.backends.multiobjective.paretom3 import ParetoM3, ParetoM3Options, min_norm_weights
 from optlang.backends.multiobjective.weighted_sum import WeightedSum, WeightedSumOptions

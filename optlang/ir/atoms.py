@@ -1,12 +1,15 @@
 """The table of atoms: every operator and built-in function, one AtomSpec each.
 
 An AtomSpec says how many arguments an atom takes, its shape rule (argument types → result type,
-raising ShapeError with both shapes), and its numpy, torch and (where one exists) cvxpy
-implementations. Adding a function means adding one entry here.
+raising ShapeError with both shapes), its numpy, torch and (where one exists) cvxpy implementations,
+its polynomial degree rule (read by compiler.degree) and its LaTeX template (read by latex.expr_latex).
+Adding a function means adding one entry here (plus ir/quadratic.py when it may appear in an Ising
+objective; see docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +22,45 @@ from optlang.ir.types import REAL, Type, broadcast, join_sample
 from optlang.source import Span
 
 Infer = Callable[[Sequence[Type], dict[str, Any], Span], Type]
+# (the arguments' degrees, the arguments' values where they are constant nodes, else None) -> the atom's
+# polynomial degree in the decision variables (values, not nodes: ir/nodes.py imports this module)
+Degree = Callable[[Sequence[float], Sequence[Any]], float]
+
+
+# ------------------------------------------------------------------ degree rules
+def deg_nonpolynomial(ds: Sequence[float], consts: Sequence[Any]) -> float:
+    """The default: constant when every argument is, otherwise not a polynomial."""
+    return 0 if max(ds, default=0) == 0 else math.inf
+
+
+def deg_max(ds: Sequence[float], consts: Sequence[Any]) -> float:
+    """Linear in its arguments (sums, indexing, reductions that add)."""
+    return max(ds)
+
+
+def deg_sum(ds: Sequence[float], consts: Sequence[Any]) -> float:
+    """A product of its arguments."""
+    return sum(ds)
+
+
+def deg_square_first(ds: Sequence[float], consts: Sequence[Any]) -> float:
+    """Quadratic in its first argument (square, sumsq, quad with a constant matrix)."""
+    return 2 * ds[0]
+
+
+def _deg_div(ds: Sequence[float], consts: Sequence[Any]) -> float:
+    return ds[0] if ds[1] == 0 else math.inf
+
+
+def _deg_cut(ds: Sequence[float], consts: Sequence[Any]) -> float:
+    return 2 * ds[1]
+
+
+def _deg_pow(ds: Sequence[float], consts: Sequence[Any]) -> float:
+    exp = consts[1]
+    if exp is not None and np.ndim(exp) == 0 and float(exp).is_integer() and exp >= 0:
+        return ds[0] * float(exp)
+    return math.inf if ds[0] else 0
 
 
 @dataclass(frozen=True)
@@ -32,6 +74,10 @@ class AtomSpec:
     cvx: Callable[..., Any] | None = None
     infix: str = ""  # operator symbol when the atom is an operator
     user: bool = True  # callable by name from the language (operators are not)
+    degree: Degree = deg_nonpolynomial
+    # a string.Template: ${a0} ${a1} the arguments' LaTeX, ${p0} ${p1} the same parenthesized when a sum,
+    # ${args} all of them comma-separated, ${text} the index text; "" = \operatorname{name}(args)
+    latex: str = ""
 
 
 ATOMS: dict[str, AtomSpec] = {}
@@ -47,8 +93,10 @@ def _atom(
     cvx: Callable[..., Any] | None = None,
     infix: str = "",
     user: bool = True,
+    degree: Degree = deg_nonpolynomial,
+    latex: str = "",
 ) -> None:
-    ATOMS[name] = AtomSpec(name, nargs, infer, np_fn, torch_fn, doc, cvx, infix, user)
+    ATOMS[name] = AtomSpec(name, nargs, infer, np_fn, torch_fn, doc, cvx, infix, user, degree, latex)
 
 
 def _vars(types: Sequence[Type]) -> frozenset[str]:
@@ -253,7 +301,8 @@ def _np_cut(W: Any, s: Any) -> Any:
 
 def _t_cut(W: Any, s: Any) -> Any:
     torch = _torch()
-    total = torch.sparse.sum(W) / 2.0 if W.layout != torch.strided else W.sum() / 2.0
+    # ir/evaluate.py hands a graph over as sparse CSR, which torch.sparse.sum refuses; .sum() takes it
+    total = torch.sparse.sum(W) / 2.0 if W.layout == torch.sparse_coo else W.sum() / 2.0
     return (total - s @ _t_matmul(W, s) / 2.0) / 2.0
 
 
@@ -301,6 +350,8 @@ _atom(
     cvx=lambda a, b: a + b,
     infix="+",
     user=False,
+    degree=deg_max,
+    latex=r"${a0} + ${a1}",
 )
 _atom(
     "sub",
@@ -312,6 +363,8 @@ _atom(
     cvx=lambda a, b: a - b,
     infix="-",
     user=False,
+    degree=deg_max,
+    latex=r"${a0} - ${p1}",
 )
 _atom(
     "mul",
@@ -323,6 +376,8 @@ _atom(
     cvx=_cvx_mul,
     infix="*",
     user=False,
+    degree=deg_sum,
+    latex=r"${p0} \cdot ${p1}",
 )
 _atom(
     "div",
@@ -334,6 +389,8 @@ _atom(
     cvx=lambda a, b: a / b,
     infix="/",
     user=False,
+    degree=_deg_div,
+    latex=r"\frac{${a0}}{${a1}}",
 )
 _atom(
     "pow",
@@ -345,8 +402,22 @@ _atom(
     cvx=lambda a, b: _cvx_pow(a, b),
     infix="^",
     user=False,
+    degree=_deg_pow,
+    latex=r"${p0}^{${a1}}",
 )
-_atom("neg", (1, 1), same, lambda a: -a, lambda a: -a, "-a", cvx=lambda a: -a, infix="-", user=False)
+_atom(
+    "neg",
+    (1, 1),
+    same,
+    lambda a: -a,
+    lambda a: -a,
+    "-a",
+    cvx=lambda a: -a,
+    infix="-",
+    user=False,
+    degree=deg_max,
+    latex="-${p0}",
+)
 _atom(
     "matmul",
     (2, 2),
@@ -357,6 +428,8 @@ _atom(
     cvx=lambda a, b: a @ b,
     infix="@",
     user=False,
+    degree=deg_sum,
+    latex=r"${p0} ${p1}",
 )
 _atom(
     "transpose",
@@ -367,6 +440,8 @@ _atom(
     "A.T, transpose",
     cvx=lambda a: a.T,
     user=False,
+    degree=deg_max,
+    latex=r"${p0}^\top",
 )
 _atom(
     "index",
@@ -377,6 +452,8 @@ _atom(
     "x[i], x[i:j], A[:, j]: numpy-style indexing (0-based)",
     cvx=lambda a, index=(): a[index],
     user=False,
+    degree=deg_max,
+    latex=r"${a0}_{${text}}",
 )
 _atom(
     "array",
@@ -387,6 +464,7 @@ _atom(
     "[a, b, c]: an array literal",
     cvx=lambda *xs: _cp().hstack(xs),
     user=False,
+    degree=deg_max,
 )
 
 
@@ -430,20 +508,42 @@ def _cvx_pow(a: Any, b: Any) -> Any:
 
 # ------------------------------------------------------------------ elementwise functions
 def _unary(
-    name: str, np_fn: Callable[..., Any], t_fn: Callable[..., Any], doc: str, cvx: Callable[..., Any] | None = None
+    name: str,
+    np_fn: Callable[..., Any],
+    t_fn: Callable[..., Any],
+    doc: str,
+    cvx: Callable[..., Any] | None = None,
+    degree: Degree = deg_nonpolynomial,
+    latex: str = "",
 ) -> None:
-    _atom(name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx)
+    _atom(name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx, degree=degree, latex=latex)
 
 
 _unary("abs", np.abs, lambda a: a.abs(), "absolute value, elementwise", cvx=lambda a: _cp().abs(a))
-_unary("sqrt", np.sqrt, lambda a: a.sqrt(), "square root, elementwise", cvx=lambda a: _cp().sqrt(a))
-_unary("exp", np.exp, lambda a: a.exp(), "exponential, elementwise", cvx=lambda a: _cp().exp(a))
-_unary("log", np.log, lambda a: a.log(), "natural logarithm, elementwise", cvx=lambda a: _cp().log(a))
+_unary(
+    "sqrt", np.sqrt, lambda a: a.sqrt(), "square root, elementwise", cvx=lambda a: _cp().sqrt(a), latex=r"\sqrt{${a0}}"
+)
+_unary(
+    "exp",
+    np.exp,
+    lambda a: a.exp(),
+    "exponential, elementwise",
+    cvx=lambda a: _cp().exp(a),
+    latex=r"\exp\left(${args}\right)",
+)
+_unary(
+    "log",
+    np.log,
+    lambda a: a.log(),
+    "natural logarithm, elementwise",
+    cvx=lambda a: _cp().log(a),
+    latex=r"\log\left(${args}\right)",
+)
 _unary("log1p", np.log1p, lambda a: a.log1p(), "log(1 + x), elementwise", cvx=lambda a: _cp().log1p(a))
-_unary("square", np.square, lambda a: a * a, "x², elementwise", cvx=lambda a: _cp().square(a))
+_unary("square", np.square, lambda a: a * a, "x², elementwise", cvx=lambda a: _cp().square(a), degree=deg_square_first)
 _unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)")
 _unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)")
-_unary("tanh", np.tanh, lambda a: a.tanh(), "hyperbolic tangent, elementwise")
+_unary("tanh", np.tanh, lambda a: a.tanh(), "hyperbolic tangent, elementwise", latex=r"\tanh\left(${args}\right)")
 _unary(
     "relu",
     lambda a: np.maximum(a, 0.0),
@@ -499,6 +599,8 @@ _atom(
     _t,
     "sum of all elements (axis = k: along one axis)",
     cvx=lambda a, axis=None: _cp().sum(a, axis=axis),
+    degree=deg_max,
+    latex=r"\textstyle\sum\left(${args}\right)",
 )
 _n, _t = _reduce(np.mean, "mean")
 _atom(
@@ -509,6 +611,7 @@ _atom(
     _t,
     "mean of all elements; over a data table's rows it is an expectation (minibatched by stochastic backends)",
     cvx=lambda a, axis=None: _cp().sum(a, axis=axis) / (a.size if axis is None else a.shape[axis]),
+    degree=deg_max,
 )
 _atom(
     "sumsq",
@@ -518,6 +621,8 @@ _atom(
     lambda a: (a * a).sum(),
     "sum of squares",
     cvx=lambda a: _cp().sum_squares(a),
+    degree=deg_square_first,
+    latex=r"\lVert ${a0} \rVert_2^2",
 )
 _atom(
     "norm1",
@@ -527,6 +632,7 @@ _atom(
     lambda a: a.abs().sum(),
     "ℓ1 norm",
     cvx=lambda a: _cp().norm1(_cp().vec(a)),
+    latex=r"\lVert ${a0} \rVert_1",
 )
 _atom(
     "norm2",
@@ -536,6 +642,7 @@ _atom(
     lambda a: _torch().linalg.vector_norm(a),
     "ℓ2 (Frobenius) norm",
     cvx=lambda a: _cp().norm(_cp().vec(a), 2),
+    latex=r"\lVert ${a0} \rVert_2",
 )
 _atom(
     "norminf",
@@ -581,6 +688,8 @@ _atom(
     lambda a, b: (a * b).sum(),
     "inner product of two vectors",
     cvx=lambda a, b: _cvx_dot(a, b),
+    degree=deg_sum,
+    latex=r"\langle ${a0}, ${a1} \rangle",
 )
 _atom(
     "quad",
@@ -590,6 +699,8 @@ _atom(
     _t_quad,
     "quad(x, Q) = xᵀ Q x",
     cvx=lambda x, Q: _cp().quad_form(x, Q) if not isinstance(Q, _cp().Expression) else None,
+    degree=deg_square_first,
+    latex=r"${a0}^\top ${a1} ${a0}",
 )
 _atom(
     "cut",
@@ -598,6 +709,7 @@ _atom(
     _np_cut,
     _t_cut,
     "cut(G, s) = Σ over edges w_ij (1 − s_i s_j) / 2, s a ±1 vector of length G.n",
+    degree=_deg_cut,
 )
 
 
