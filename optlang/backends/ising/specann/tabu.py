@@ -60,9 +60,7 @@ def tabu_search(
     reported = float(best_E.min())
     done = 0
     for k in range(steps):
-        if k % 64 == 0 and (
-            (time.perf_counter() - start) >= time_budget or (stop is not None and stop())
-        ):
+        if k % 64 == 0 and ((time.perf_counter() - start) >= time_budget or (stop is not None and stop())):
             break
         gain = 2.0 * S * G  # energy decrease of flipping each spin
         jitter = torch.rand(B, n, generator=generator, device=dev, dtype=S.dtype) * eps
