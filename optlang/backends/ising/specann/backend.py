@@ -262,7 +262,10 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
                 if use_tabu and not stop_all():
                     # the annealed states are 1-flip minima: tabu walks on from them, uphill when it must
                     cand, G1, _ = descent_with_fields(Jt, h_t, cand, stop=ctx.should_stop)
-                    left = share - (ctx.elapsed() - t_round)
+                    # tabu's share of this round, in proportion to the time the anneal actually took
+                    # (a round that ended on its sweep count leaves the rest to later rounds)
+                    spent = ctx.elapsed() - t_round
+                    left = min(share - spent, spent * opt.tabu / max(1.0 - opt.tabu, 1e-9))
                     if limit is not None:
                         left = min(left, max(limit - reserve - ctx.elapsed(), 0.0))
                     cand, _, st = tabu_search(
