@@ -188,9 +188,13 @@ def test_no_couplings_and_refusals():
     assert SpecAnn.priority == 10
 
 
-def test_tabu_keeps_fields_exact_and_returns_its_best_states():
+@pytest.mark.parametrize("padded", [True, False])
+def test_tabu_keeps_fields_exact_and_returns_its_best_states(padded, monkeypatch):
+    from optlang.backends.ising.specann import tabu
     from optlang.backends.ising.specann.tabu import tabu_search
 
+    if not padded:  # the CSR-row path taken when a hub makes the padded table too big
+        monkeypatch.setattr(tabu, "_ell", lambda Jt: None)
     p = random_ising(60, 7, density=0.2)
     Jt = io.to_torch_csr(p.J, "cpu", torch.float64)
     h_t = torch.as_tensor(p.h, dtype=torch.float64)
@@ -239,3 +243,13 @@ def test_interrupt_returns_the_best_reported_cut(tabu):
     assert all("cut" in row and row["cut"] == pytest.approx(-row["objective"]) for row in rows)
     assert r.objective <= r.history[3][1] + 1e-6 * abs(r.objective)
     assert io.cut_value(W, r.values["s"]) == pytest.approx(-r.objective)
+
+
+def test_tabu_table_refuses_a_hub():
+    from optlang.backends.ising.specann.tabu import _ell
+
+    n = 30_000
+    star = sp.coo_matrix((np.ones(n - 1), (np.zeros(n - 1, int), np.arange(1, n))), shape=(n, n)).tocsr()
+    assert _ell(io.to_torch_csr(star + star.T)) is None  # n × (n-1) padding would be ~10^9 entries
+    nbr, wts = _ell(io.to_torch_csr(random_graph(50, 0, 0.2)))
+    assert nbr.shape == wts.shape and nbr.shape[0] == 50

@@ -5,7 +5,8 @@ non-tabu spins (a tabu spin is allowed when the flip beats that candidate's best
 aspiration rule); the flipped spin is then tabu for a random tenure. Moves may go uphill, which is
 how tabu leaves the 1-flip minimum that annealing ends in (the classical 1-flip tabu of Max-Cut
 heuristics, e.g. the descent phase of Benlic & Hao's breakout local search). G = 2JS + h is kept
-exactly from a padded neighbour table (one gather and one index_add_ per step).
+exactly from a padded neighbour table (one gather and one index_add_ per step), or from the CSR
+rows when the degrees are too uneven for padding.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from optlang.backends.ising.ops import row_abs_sums
+from optlang.backends.ising.ops import apply_flips, row_abs_sums
 from optlang.lazy import lazy_module, no_grad
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def tabu_search(
     tol = float(eps.max())
     # a fixed random order among equal gains, below the noise scale (drawn once, not per step)
     jitter = torch.rand(B, n, generator=generator, device=dev, dtype=S.dtype) * eps
-    nbr, wts = _ell(Jt)  # (n, d) padded neighbour table: one gather + one index_add_ per step
+    table = _ell(Jt)  # (n, d) padded neighbour table: one gather + one index_add_ per step
     flat = (rows * n)[:, None]
     until = torch.zeros(B, n, dtype=torch.int64, device=dev)
     reported = float(best_E.min())
@@ -76,7 +77,12 @@ def tabu_search(
         s_i = S[rows, i]
         E -= 2.0 * s_i * G[rows, i]
         S[rows, i] = -s_i
-        G.view(-1).index_add_(0, (flat + nbr[i]).view(-1), (wts[i] * (-4.0 * s_i)[:, None]).view(-1))
+        if table is None:
+            S[rows, i] = s_i  # apply_flips flips it back and updates G from the CSR rows
+            apply_flips(Jt, S, G, rows, i)
+        else:
+            nbr, wts = table
+            G.view(-1).index_add_(0, (flat + nbr[i]).view(-1), (wts[i] * (-4.0 * s_i)[:, None]).view(-1))
         until[rows, i] = draws[k % 64]
         better = E < best_E - tol
         if bool(better.any()):
@@ -91,13 +97,16 @@ def tabu_search(
     return best_S, best_E, done
 
 
-def _ell(Jt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _ell(Jt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     """The CSR couplings as a padded (n, max degree) neighbour table and weights (padding: the
-    spin itself with weight 0)."""
+    spin itself with weight 0), or None when padding would more than quadruple the storage (a hub,
+    such as the field spin of a model with fields: then the CSR rows are gathered per step)."""
     crow, col, val = Jt.crow_indices(), Jt.col_indices(), Jt.values()
     n = Jt.shape[0]
     deg = crow[1:] - crow[:-1]
     d = max(int(deg.max()), 1) if n else 1
+    if n * d > max(4 * col.numel(), 1 << 16):
+        return None
     rows = torch.repeat_interleave(torch.arange(n, device=crow.device), deg)
     slot = torch.arange(col.numel(), device=crow.device) - crow[rows]
     nbr = torch.arange(n, device=crow.device)[:, None].repeat(1, d)
