@@ -186,3 +186,70 @@ def test_no_couplings_and_refusals():
     assert "constraints" in b.refuse(Form(kind="ising", n_spins=5, constraints=("sum(s) == 0",)))
     assert b.refuse(Form(kind="bilevel")) is not None
     assert SpecAnn.priority == 10
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_tabu_keeps_fields_exact_and_returns_its_best_states(padded, monkeypatch):
+    from optlang.backends.ising.specann import tabu
+    from optlang.backends.ising.specann.tabu import tabu_search
+
+    if not padded:  # the CSR-row path taken when a hub makes the padded table too big
+        monkeypatch.setattr(tabu, "_ell", lambda Jt: None)
+    p = random_ising(60, 7, density=0.2)
+    Jt = io.to_torch_csr(p.J, "cpu", torch.float64)
+    h_t = torch.as_tensor(p.h, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(0)
+    S = torch.where(torch.rand(4, 60, generator=gen) < 0.5, -1.0, 1.0).double()
+    S, G, _ = io.descent_with_fields(Jt, h_t, S)
+    E0 = (S * (G + h_t)).sum(dim=1) / 2
+    seen = []
+    best_S, best_E, steps = tabu_search(Jt, h_t, S, G, 300, gen, tenure=5, progress=seen.append)
+    assert steps == 300
+    torch.testing.assert_close(G, 2.0 * io.matvec(Jt, S) + h_t)  # fields stay exact along the walk
+    exact = (best_S * (2.0 * io.matvec(Jt, best_S) + 2.0 * h_t)).sum(dim=1) / 2
+    torch.testing.assert_close(best_E, exact)
+    assert bool((best_E <= E0 + 1e-9).all())  # never worse than where it started
+    assert all(b < a for a, b in zip(seen, seen[1:], strict=False))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_tabu_polish_equals_enumeration(seed):
+    p = random_ising(14 + 2 * seed, 20 + seed)
+    r = solve(p, seed, tabu=0.3, tabu_steps=200)
+    assert r.objective == pytest.approx(io.brute_force_min(p)[0], abs=1e-6)
+    assert r.info["tabu_steps"] > 0
+
+
+@pytest.mark.parametrize("tabu", [0.0, 0.3])
+def test_interrupt_returns_the_best_reported_cut(tabu):
+    """Anytime: every improvement is in the history with its time, and a stop at any report
+    (as SIGINT sets ctx.interrupted) returns a state at least as good as the last one reported."""
+    W = random_graph(2000, 4, 0.003)
+    p = IsingProblem.from_maxcut(W)
+    b = SpecAnn()
+    rows = []
+    ctx = RunContext(seed=0, time_limit=30.0)
+
+    def on_progress(row: dict) -> None:
+        rows.append(row)
+        if len(rows) == 4:
+            ctx.interrupted = True
+
+    ctx._progress = on_progress
+    r = b.solve(p, b.make_options({"sweeps": 100000, "batch": 4, "tabu": tabu}), ctx)
+    assert r.status == Status.INTERRUPTED and r.info["stop"] == "interrupted"
+    pairs = zip(r.history, r.history[1:], strict=False)
+    assert len(r.history) >= 4 and all(b[0] >= a[0] and b[1] < a[1] for a, b in pairs)  # time, strictly better
+    assert all("cut" in row and row["cut"] == pytest.approx(-row["objective"]) for row in rows)
+    assert r.objective <= r.history[3][1] + 1e-6 * abs(r.objective)
+    assert io.cut_value(W, r.values["s"]) == pytest.approx(-r.objective)
+
+
+def test_tabu_table_refuses_a_hub():
+    from optlang.backends.ising.specann.tabu import _ell
+
+    n = 30_000
+    star = sp.coo_matrix((np.ones(n - 1), (np.zeros(n - 1, int), np.arange(1, n))), shape=(n, n)).tocsr()
+    assert _ell(io.to_torch_csr(star + star.T)) is None  # n × (n-1) padding would be ~10^9 entries
+    nbr, wts = _ell(io.to_torch_csr(random_graph(50, 0, 0.2)))
+    assert nbr.shape == wts.shape and nbr.shape[0] == 50

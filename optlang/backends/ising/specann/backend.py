@@ -26,6 +26,7 @@ from optlang.backends.ising.ops import (
 )
 from optlang.backends.ising.specann.anneal import ColorBlocks, anneal, color_classes, temperature_scale
 from optlang.backends.ising.specann.eigen import path_sweep, round_eigenspace
+from optlang.backends.ising.specann.tabu import tabu_search
 from optlang.backends.stopping import Stagnation
 from optlang.errors import OptionError
 from optlang.lazy import lazy_module, no_grad
@@ -58,6 +59,10 @@ class SpecAnnOptions:
     t_end: float = 1.0  # final temperature, × δ / ln 100 (δ the smallest |ΔE| unit)
     reheat: float = 0.5  # later rounds start at t_start × reheat, from the elite states
     perturb: float = 0.05  # ils: fraction of spins flipped before each descent
+    tabu: float = 0.0  # anneal: fraction of each round's time given to tabu search on its best states
+    tabu_steps: int = 50_000  # most tabu steps per round
+    tabu_tenure: int = 0  # tabu tenure base (a flipped spin is tabu tenure + U[0, tenure) steps); 0: max(10, n/50)
+    tabu_max_n: int = 100_000  # no tabu above this many spins (one flip per step per candidate)
     spectral_fraction: float = 0.1  # most of the time limit the path sweep may use
     rounds: int = 3  # refinement rounds when no time limit is given (max_iter overrides)
     patience: int = 10  # time-limited: stop after rounds without a better state (stopping.py); 0: fill the limit
@@ -85,10 +90,11 @@ class _Incumbent:
         if float(E[k]) < self.best_E:
             self.best_E = float(E[k])
             self.best_s = S[:, k].clone()
-            self._reported = min(self._reported, self.best_E)
             if self.first_time is None:
                 self.first_time = self.ctx.elapsed()
-            self.report(self.best_E)
+            if self.best_E < self._reported - 1e-9 * (1 + abs(self.best_E)):  # not already reported mid-round
+                self._reported = self.best_E
+                self.report(self.best_E)
         allS = S if self.pool is None else torch.cat([self.pool, S], dim=1)
         allE = E if self.pool_E is None else torch.cat([self.pool_E, E])
         key = torch.stack([allE.double(), (self._hash @ allS).double().abs()], dim=1)
@@ -210,7 +216,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
     spectral_time = ctx.elapsed() - t0
 
     # ---- phase 4: refinement of the elite pool
-    rounds = sweeps_total = 0
+    rounds = sweeps_total = tabu_total = 0
     stop = ""
     max_rounds = ctx.max_iter if ctx.max_iter is not None else (None if limit is not None else opt.rounds)
     n_colors = 0
@@ -236,11 +242,45 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
                 G = 2.0 * (Jt @ S) + h_t[:, None]
                 # a round takes its share of the remaining time, so it always ends cold
                 share = budget if max_rounds is None else budget / max(max_rounds - rounds, 1)
+                use_tabu = opt.tabu > 0 and n <= opt.tabu_max_n
+                t_round = ctx.elapsed()
                 bestS, _, sw = anneal(
-                    blocks, h_t, S, G, T0, T_end, opt.sweeps, gen, share, ctx.should_stop, progress=inc.progress
+                    blocks,
+                    h_t,
+                    S,
+                    G,
+                    T0,
+                    T_end,
+                    opt.sweeps,
+                    gen,
+                    share * (1.0 - opt.tabu) if use_tabu else share,
+                    ctx.should_stop,
+                    progress=inc.progress,
                 )
                 sweeps_total += sw
                 cand = bestS.T.contiguous()
+                if use_tabu and not stop_all():
+                    # the annealed states are 1-flip minima: tabu walks on from them, uphill when it must
+                    cand, G1, _ = descent_with_fields(Jt, h_t, cand, stop=ctx.should_stop)
+                    # tabu's share of this round, in proportion to the time the anneal actually took
+                    # (a round that ended on its sweep count leaves the rest to later rounds)
+                    spent = ctx.elapsed() - t_round
+                    left = min(share - spent, spent * opt.tabu / max(1.0 - opt.tabu, 1e-9))
+                    if limit is not None:
+                        left = min(left, max(limit - reserve - ctx.elapsed(), 0.0))
+                    cand, _, st = tabu_search(
+                        Jt,
+                        h_t,
+                        cand,
+                        G1,
+                        opt.tabu_steps,
+                        gen,
+                        opt.tabu_tenure if opt.tabu_tenure > 0 else max(10, n // 50),
+                        left,
+                        ctx.should_stop,
+                        progress=inc.progress,
+                    )
+                    tabu_total += st
             else:  # ils: perturb a fraction of the spins of each elite state, then descend
                 flip = torch.rand(S.shape, generator=gen, device=dev, dtype=dt) < opt.perturb
                 cand = torch.where(flip, -S, S).T.contiguous()
@@ -277,6 +317,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         "rounds": rounds,
         "stop": stop,
         "sweeps": sweeps_total,
+        "tabu_steps": tabu_total,
         "colors": n_colors,
         "torch_energy": claimed,
     }
