@@ -335,6 +335,12 @@ def _cp() -> Any:
     return cp
 
 
+def _flat(a: Any) -> Any:
+    """A cvxpy expression as a vector, in an explicit order (norms do not depend on it; cvxpy warns
+    when the order of vec is left to its changing default)."""
+    return _cp().reshape(a, (int(a.size),), order="C")
+
+
 def _cvx_mul(a: Any, b: Any) -> Any:
     return _cp().multiply(a, b)  # DCP rejects non-affine products when the problem is built
 
@@ -631,7 +637,7 @@ _atom(
     lambda a: float(np.sum(np.abs(_dense(a)))),
     lambda a: a.abs().sum(),
     "ℓ1 norm",
-    cvx=lambda a: _cp().norm1(_cp().vec(a)),
+    cvx=lambda a: _cp().norm1(_flat(a)),
     latex=r"\lVert ${a0} \rVert_1",
 )
 _atom(
@@ -641,7 +647,7 @@ _atom(
     lambda a: float(np.linalg.norm(np.ravel(_dense(a)))),
     lambda a: _torch().linalg.vector_norm(a),
     "ℓ2 (Frobenius) norm",
-    cvx=lambda a: _cp().norm(_cp().vec(a), 2),
+    cvx=lambda a: _cp().norm(_flat(a), 2),
     latex=r"\lVert ${a0} \rVert_2",
 )
 _atom(
@@ -651,7 +657,7 @@ _atom(
     lambda a: float(np.max(np.abs(_dense(a)))),
     lambda a: a.abs().max(),
     "ℓ∞ norm",
-    cvx=lambda a: _cp().norm_inf(_cp().vec(a)),
+    cvx=lambda a: _cp().norm_inf(_flat(a)),
 )
 _atom(
     "logsumexp",
