@@ -568,3 +568,133 @@ def test_a_solve_never_reads_optimal_next_to_a_positive_gap(backend: str) -> Non
         assert r.status != Status.OPTIMAL
         if r.info.get("status_claimed"):  # the backend's own claim is kept, and reports flag it
             assert r.info["status_claimed"] == "optimal" and r.inconsistencies()
+
+
+# ----------------------------------------------------------------------------- validation (auto)
+AUTO_MODEL = """param X = randn(160, 3, seed = 1)
+param y = X @ [1, -2, 0.5] + randn(160, seed = 2) ^ 3
+var w[3]
+var b
+minimize robust mean((X @ w + b - y)^2) within {AMB}
+"""
+
+
+def svg_points(html: str, gid: str) -> list[tuple[float, float]]:
+    """The (x, y) SVG coordinates of the markers drawn in the group `gid` (one <use> per marker)."""
+    import xml.etree.ElementTree as ET
+
+    start = html.rindex("<svg", 0, html.index(f'id="{gid}"'))
+    root = ET.fromstring(html[start : html.index("</svg>", start) + len("</svg>")])
+    group = next(el for el in root.iter() if el.get("id") == gid)
+    return [(float(u.get("x")), float(u.get("y"))) for u in group.iter("{http://www.w3.org/2000/svg}use")]
+
+
+def svg_hline_y(html: str, gid: str) -> float:
+    import re
+    import xml.etree.ElementTree as ET
+
+    start = html.rindex("<svg", 0, html.index(f'id="{gid}"'))
+    root = ET.fromstring(html[start : html.index("</svg>", start) + len("</svg>")])
+    group = next(el for el in root.iter() if el.get("id") == gid)
+    d = next(el for el in group.iter("{http://www.w3.org/2000/svg}path")).get("d")
+    ys = [float(m) for m in re.findall(r"[ML] [-\d.]+ ([-\d.]+)", d)]
+    assert len(set(ys)) == 1
+    return ys[0]
+
+
+def assert_affine(values: list[float], pixels: list[float]) -> tuple[float, float]:
+    """Pixels are one affine image of the values (the plot draws exactly these numbers); returns (a, b)."""
+    assert len(values) >= 3 and len(set(values)) >= 3
+    a, b = np.polyfit(values, pixels, 1)
+    assert abs(a) > 1e-9
+    assert max(abs(a * v + b - p) for v, p in zip(values, pixels, strict=True)) < 0.05  # SVG coordinates
+    return a, b
+
+
+def auto_comparison(amb: str, tmp_path) -> tuple[Comparison, dict]:
+    pytest.importorskip("optlang.api")
+    from optlang.compare import compare
+
+    path = tmp_path / "auto.opt"
+    path.write_text(AUTO_MODEL.replace("{AMB}", amb))
+    c = compare(path, backends=["tcdro"], device="cpu", executor="inline")
+    (r,) = c.results
+    assert r.ok and "auto" in r.info
+    return c, r.info["auto"]
+
+
+def test_auto_report_plots_the_recorded_validation_scores(tmp_path) -> None:
+    c, rec = auto_comparison("chi2(radius = auto in [0.01, 0.1, 0.3, 3])", tmp_path)
+    cands = rec["candidates"]
+    v = panels.validation(c.results[0])
+    assert v is not None and v.xs == [cd["radius"] for cd in cands] and v.scale == "log" and v.ticks is None
+    assert v.mse == [cd["val_mse"] for cd in cands] and v.tail == [cd["val_tail"] for cd in cands]
+    assert v.threshold == pytest.approx(rec["val_slack"] * rec["erm_val_mse"])
+    assert v.params[v.chosen] == {k: rec["chosen"][k] for k in v.params[0]}
+    html = report.render(c, "html")
+    text = " ".join(parse(html).text)
+    assert "Validation (auto)" in text and 'id="auto0:val_mse:chosen"' in html
+    adm = [i for i, cd in enumerate(cands) if cd["admissible"]]
+    rest = [i for i, cd in enumerate(cands) if not cd["admissible"]]
+    assert adm and rest  # both kinds drawn (the 3.0 radius is far past ERM's mean loss)
+    x_fit = None
+    for name in ("val_mse", "val_tail"):
+        pts = {}
+        for tag, idx in (("admissible", adm), ("not-admissible", rest)):
+            drawn = svg_points(html, f"auto0:{name}:{tag}")
+            assert len(drawn) == len(idx)  # filled = admissible, hollow = not, one marker each
+            pts.update(zip(idx, drawn, strict=True))
+        order = sorted(pts)
+        a, b = assert_affine([cands[i][name] for i in order], [pts[i][1] for i in order])  # y: the scores
+        x_fit = assert_affine([float(np.log10(cands[i]["radius"])) for i in order], [pts[i][0] for i in order])
+        (ring,) = svg_points(html, f"auto0:{name}:chosen")
+        assert ring == pytest.approx(pts[v.chosen])
+        if name == "val_mse":
+            assert svg_hline_y(html, "auto0:threshold") == pytest.approx(a * rec["val_mse_threshold"] + b, abs=0.05)
+    assert x_fit is not None
+    from optlang.cli import main
+
+    out = tmp_path / "solve.html"  # `optlang solve --report` carries the same panel
+    assert main(["solve", str(tmp_path / "auto.opt"), "-b", "tcdro", "--quiet", "--report", str(out)]) == 0
+    assert 'id="auto0:val_tail:chosen"' in out.read_text(encoding="utf-8")
+    md = report.render(c, "md")
+    assert "## Validation (auto)" in md and "| validation mean loss | validation tail loss | admissible |" in md
+    for cd in cands:
+        assert report.fmt.num(cd["val_mse"], 6) in md and report.fmt.num(cd["val_tail"], 6) in md
+
+
+def test_auto_report_with_several_varying_parameters_plots_by_index(tmp_path) -> None:
+    c, rec = auto_comparison("target_conditional(chi2, radius = auto in [0.01, 0.3, 3], by = y, bins = 5)", tmp_path)
+    v = panels.validation(c.results[0])
+    assert v is not None and v.varying == ["radius", "outer_radius"] and v.xs == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert v.ticks is not None and v.ticks[1] == "0 / 0.01" and "radius / outer_radius" in v.xlabel
+    html = report.render(c, "html")
+    parse(html)
+    cands = rec["candidates"]
+    pts = {}
+    for tag, adm in (("admissible", True), ("not-admissible", False)):
+        idx = [i for i, cd in enumerate(cands) if cd["admissible"] == adm]
+        if idx:
+            pts.update(zip(idx, svg_points(html, f"auto0:val_tail:{tag}"), strict=True))
+    assert sorted(pts) == list(range(len(cands)))
+    assert_affine(list(range(len(cands))), [pts[i][0] for i in range(len(cands))])
+    assert_affine([cd["val_tail"] for cd in cands], [pts[i][1] for i in range(len(cands))])
+    header, rows = panels.validation_rows(v)
+    assert header[:4] == ["#", "radius", "bins", "outer_radius"] and [r[-1] for r in rows].count("✓") == 1
+
+
+def test_a_report_without_auto_has_no_validation_panel(tmp_path) -> None:
+    c, _ = auto_comparison("chi2(radius = auto in [0.01, 0.1, 0.3])", tmp_path)
+    fixed = AUTO_MODEL.replace("{AMB}", "chi2(radius = 0.1)")
+    (tmp_path / "fixed.opt").write_text(fixed)
+    from optlang.compare import compare
+
+    c2 = compare(tmp_path / "fixed.opt", backends=["tcdro"], device="cpu", executor="inline")
+    assert "auto" not in c2.results[0].info and panels.validations(c2) == []
+    for fmt_ in ("html", "md"):
+        assert "Validation (auto)" not in report.render(c2, fmt_)
+    assert "Validation (auto)" not in report.render(toy_comparison(), "html")
+    # a malformed record (an `auto` error has no candidates) draws nothing rather than failing
+    r = c.results[0]
+    broken = Result(r.status, r.objective, r.values, r.backend, r.kind, info={"auto": {"error": "boom"}})
+    assert panels.validation(broken) is None

@@ -194,6 +194,10 @@ def render_comparison(c: Comparison, command: str = "compare") -> str:
     if panel:
         body.append(f'<section id="panel"><h2>{escape(_panel_title(c))}</h2>{panel}</section>')
 
+    vals = panels.validations(c)
+    if vals:
+        body.append(_validation_section(vals))
+
     body.append(
         '<section id="runs"><h2>All runs</h2><details><summary>every run '
         f"({len(c.results)})</summary>{_runs_table(c)}</details></section>"
@@ -287,6 +291,42 @@ def _kind_panel(c: Comparison) -> str:
         if any(panels.has_value(r) for r in c.results) and (c.repeats > 1 or c.kind in ("maxcut", "ising")):
             parts.insert(0, figure(plots.distribution_svg(c)))
     return "\n".join(parts)
+
+
+MAX_VALIDATION_PLOTS = 6  # runs past these get their candidates table only
+
+
+def _validation_section(vals: Sequence[panels.Validation]) -> str:
+    """Each `auto` run's candidates: the validation curve (mean and tail loss) and the scores table."""
+    out = [
+        '<section id="auto"><h2>Validation (auto)</h2><p class="note">Parameters written <code>auto</code> were '
+        "chosen by validation on the training data alone: each candidate's held-out mean loss and tail loss; "
+        "filled markers are admissible (mean loss within the threshold), hollow ones are not; the ring marks "
+        "the choice.</p>"
+    ]
+    for k, v in enumerate(vals):
+        out.append(
+            f"<p><b>{escape(v.run)}</b> — chosen <b>{escape(panels.chosen_text(v))}</b> ({escape(v.how or '?')}); "
+            f"{escape(v.method)}; {escape(v.criterion)}"
+            + (f"; threshold {escape(fmt.num(v.threshold, 6))}" if v.threshold is not None else "")
+            + "</p>"
+        )
+        if k < MAX_VALIDATION_PLOTS:
+            out.append(figure(plots.validation_svg(v, key=f"auto{k}")))
+        header, rows = panels.validation_rows(v)
+        out.append(
+            table(
+                header,
+                rows,
+                cls="auto",
+                row_classes=["" for _ in rows],
+                cell_classes=[["best" if i == v.chosen else ""] * len(header) for i in range(len(rows))],
+            )
+        )
+    if len(vals) > MAX_VALIDATION_PLOTS:
+        out.append(f'<p class="note">plots of the first {MAX_VALIDATION_PLOTS} runs; the rest as tables.</p>')
+    out.append("</section>")
+    return "".join(out)
 
 
 def _runs_table(c: Comparison) -> str:

@@ -99,6 +99,15 @@ def render_comparison(c: Comparison) -> str:
     panel = _panel(c)
     if panel:
         out += panel
+    vals = panels.validations(c)
+    if vals:
+        out += ["## Validation (auto)", ""]
+        for v in vals:
+            line = f"**{_text(v.run)}**: chosen {_text(panels.chosen_text(v))} ({_text(v.how or '?')})"
+            line += f"; {_text(v.method)}"
+            if v.threshold is not None:
+                line += f"; admissible: validation mean loss ≤ {fmt.num(v.threshold, 6)}"
+            out += [line, "", table(*panels.validation_rows(v)), ""]
     out += [
         "## All runs",
         "",

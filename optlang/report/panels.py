@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from optlang.compare.stats import has_value
 from optlang.compare.traces import Points, bound_trace, bound_valid, end_time, objective_trace, reports_model_objective
+from optlang.report import fmt
 
 if TYPE_CHECKING:
     from optlang.compare.comparison import Comparison
@@ -223,3 +224,123 @@ def _is_num(v: Any) -> bool:
 
 def has_regions(c: Comparison) -> bool:
     return any(region_rows(r) for r in c.results)
+
+
+# ----------------------------------------------------------------------------- validation (auto)
+SCORES = ("val_mse", "val_tail", "admissible")
+
+
+@dataclass
+class Validation:
+    """One run's `auto` choice (info["auto"], backends/dro/auto.py): its candidates and their scores.
+
+    x: the candidate's value of the one parameter that varies (radius, outer_radius or bins), or its
+    index when several vary (then `ticks` label each candidate); scale: linear, or log / symlog
+    (with zero) when the positive values span at least 100×.
+    """
+
+    run: str  # "backend (seed k)"
+    params: list[dict[str, Any]]  # each candidate's parameter values
+    mse: list[float]
+    tail: list[float]
+    admissible: list[bool]
+    chosen: int | None
+    varying: list[str]
+    xs: list[float]
+    xlabel: str
+    ticks: list[str] | None
+    scale: str
+    threshold: float | None
+    method: str = ""
+    criterion: str = ""
+    how: str = ""
+
+
+def _num(v: Any) -> float:
+    return float(v) if _is_num(v) else math.nan
+
+
+def _param_text(p: dict[str, Any]) -> str:
+    return ", ".join(f"{k} = {v:g}" if _is_num(v) else f"{k} = {v}" for k, v in p.items())
+
+
+def validation(r: Result) -> Validation | None:
+    """The validation panel's data of a run with a well-formed info["auto"] record, else None."""
+    rec = r.info.get("auto")
+    if not isinstance(rec, dict):
+        return None
+    cands = rec.get("candidates")
+    if not isinstance(cands, list) or not cands or not all(isinstance(c, dict) for c in cands):
+        return None
+    params = [{k: v for k, v in c.items() if k not in SCORES} for c in cands]
+    keys = list(dict.fromkeys(k for p in params for k in p))
+    varying = [k for k in keys if len({repr(p.get(k)) for p in params}) > 1]
+    chosen_rec = rec.get("chosen")
+    chosen = None
+    if isinstance(chosen_rec, dict):
+        chosen = next((i for i, p in enumerate(params) if all(p.get(k) == v for k, v in chosen_rec.items())), None)
+    one = varying[0] if len(varying) == 1 else ("radius" if not varying and "radius" in keys else None)
+    ticks: list[str] | None = None
+    if one is not None and all(_is_num(p.get(one)) for p in params):
+        xs = [float(p[one]) for p in params]
+        xlabel = f"candidate {one}"
+        pos = [x for x in xs if x > 0]
+        scale = "linear"
+        if len(pos) >= 2 and max(pos) / min(pos) >= 100:
+            scale = "log" if len(pos) == len(xs) else "symlog"
+    else:
+        xs = [float(i) for i in range(len(params))]
+        shown = varying or keys
+        ticks = [" / ".join(f"{p.get(k):g}" if _is_num(p.get(k)) else str(p.get(k)) for k in shown) for p in params]
+        xlabel = f"candidate ({' / '.join(shown)})"
+        scale = "linear"
+    threshold: float | None = _num(rec.get("val_mse_threshold"))  # admissible: val_mse ≤ threshold
+    if threshold is None or math.isnan(threshold):  # older records: ERM's score × the slack, when both are there
+        threshold = _num(rec.get("erm_val_mse")) * _num(rec.get("val_slack"))
+        threshold = None if math.isnan(threshold) else threshold
+    return Validation(
+        run=f"{r.backend} (seed {r.seed})",
+        params=params,
+        mse=[_num(c.get("val_mse")) for c in cands],
+        tail=[_num(c.get("val_tail")) for c in cands],
+        admissible=[c.get("admissible") is True for c in cands],
+        chosen=chosen,
+        varying=varying,
+        xs=xs,
+        xlabel=xlabel,
+        ticks=ticks,
+        scale=scale,
+        threshold=threshold,
+        method=str(rec.get("method", "")),
+        criterion=str(rec.get("criterion", "")),
+        how=str(rec.get("how", "")),
+    )
+
+
+def validations(c: Comparison) -> list[Validation]:
+    """The validation records of every run that chose `auto` parameters, in report order."""
+    return [v for r in c.results if (v := validation(r)) is not None]
+
+
+def validation_rows(v: Validation) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the candidates table (parameters, both scores, admissible, chosen)."""
+    keys = list(dict.fromkeys(k for p in v.params for k in p))
+    header = ["#", *keys, "validation mean loss", "validation tail loss", "admissible", "chosen"]
+    rows = []
+    for i, p in enumerate(v.params):
+        vals = [f"{p[k]:g}" if _is_num(p.get(k)) else str(p.get(k, "—")) for k in keys]
+        rows.append(
+            [
+                str(i),
+                *vals,
+                fmt.num(v.mse[i], 6),
+                fmt.num(v.tail[i], 6),
+                "yes" if v.admissible[i] else "no",
+                "✓" if i == v.chosen else "",
+            ]
+        )
+    return header, rows
+
+
+def chosen_text(v: Validation) -> str:
+    return _param_text(v.params[v.chosen]) if v.chosen is not None else "—"

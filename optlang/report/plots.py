@@ -452,3 +452,78 @@ def sweep_svg(xs: Sequence[float], ys: Sequence[float], title: str, xlabel: str,
     ax.set_ylabel(ylabel)
     ax.set_title(title, loc="left")
     return to_svg(fig, title)
+
+
+# ----------------------------------------------------------------------------- validation (auto)
+@_rc
+def validation_svg(v: panels.Validation, key: str = "auto") -> str:
+    """A run's `auto` candidates: validation mean loss (left, with the admissibility threshold) and tail
+    loss (right) against the candidate; filled = admissible, hollow = not, black ring = the choice.
+
+    key prefixes the series' SVG ids (`{key}:val_mse:admissible`, ...) so that several runs' plots can
+    share one page."""
+    from matplotlib.lines import Line2D
+
+    fig = _figure(3.9)
+    axes = fig.subplots(1, 2, sharex=True)
+    n = len(v.xs)
+    order = sorted(range(n), key=lambda i: v.xs[i])
+    series = (("val_mse", v.mse, "validation mean loss"), ("val_tail", v.tail, "validation tail loss"))
+    for j, (ax, (name, ys, label)) in enumerate(zip(axes, series, strict=True)):
+        color, marker = PALETTE[j], MARKERS[j]
+        if v.ticks is None and n > 1:  # one parameter varies: join the candidates in its order
+            ax.plot([v.xs[i] for i in order], [ys[i] for i in order], color=color, lw=1.2, alpha=0.55)
+        for adm, tag in ((True, "admissible"), (False, "not-admissible")):
+            idx = [i for i in range(n) if v.admissible[i] == adm]
+            if idx:
+                ax.plot(
+                    [v.xs[i] for i in idx],
+                    [ys[i] for i in idx],
+                    ls="none",
+                    marker=marker,
+                    ms=6.5,
+                    color=color,
+                    mfc=color if adm else "white",
+                    mew=1.4,
+                    gid=f"{key}:{name}:{tag}",
+                )
+        if v.chosen is not None:
+            x = v.xs[v.chosen]
+            ax.axvline(x, color="#999999", lw=0.8, ls=":")
+            ax.plot(
+                [x],
+                [ys[v.chosen]],
+                ls="none",
+                marker="o",
+                ms=15,
+                mfc="none",
+                mec="black",
+                mew=1.4,
+                gid=f"{key}:{name}:chosen",
+            )
+        if name == "val_mse" and v.threshold is not None and math.isfinite(v.threshold):
+            ax.axhline(v.threshold, color="#555555", ls=(0, (5, 3)), lw=1.1, gid=f"{key}:threshold")
+        if v.scale == "log":
+            ax.set_xscale("log")
+        elif v.scale == "symlog":
+            ax.set_xscale("symlog", linthresh=min(x for x in v.xs if x > 0))
+        if v.ticks is not None:
+            ax.set_xticks(v.xs)
+            ax.set_xticklabels(v.ticks, fontsize=7.5, rotation=0 if n <= 4 else 35, ha="center" if n <= 4 else "right")
+        ax.set_xlabel(v.xlabel)
+        ax.set_ylabel(label)
+        ax.set_title(label, loc="left", fontsize=9.5, color=color)
+    handles = [
+        Line2D([], [], ls="none", marker="o", color="#333333", label="admissible"),
+        Line2D([], [], ls="none", marker="o", color="#333333", mfc="white", label="not admissible"),
+        Line2D([], [], ls="none", marker="o", ms=12, mfc="none", mec="black", label="chosen"),
+    ]
+    if v.threshold is not None:
+        handles.append(Line2D([], [], color="#555555", ls=(0, (5, 3)), label="admissibility threshold (mean loss)"))
+    fig.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(0.0, 1.0), ncol=len(handles), frameon=False, fontsize=8.5
+    )
+    title = f"Validation (auto) — {v.run}: chosen {panels.chosen_text(v)}"
+    fig.suptitle(title, x=0.0, y=1.08, ha="left", fontsize=10.5)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return to_svg(fig, title)

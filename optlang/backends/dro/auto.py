@@ -323,6 +323,8 @@ def select(problem: DROProblem, options: Any, ctx: Any, targets: np.ndarray | No
             f"candidates with validation mean loss ≤ {o.val_slack:g} × ERM's"
         ),
         "erm_val_mse": erm_mse,
+        "val_slack": float(o.val_slack),
+        "val_mse_threshold": float(o.val_slack * erm_mse),  # admissible: val_mse ≤ this
         "candidates": rows,
         "chosen": _public(cands[best]),
         "how": how,
