@@ -698,3 +698,31 @@ def test_a_report_without_auto_has_no_validation_panel(tmp_path) -> None:
     r = c.results[0]
     broken = Result(r.status, r.objective, r.values, r.backend, r.kind, info={"auto": {"error": "boom"}})
     assert panels.validation(broken) is None
+
+
+def test_validation_panel_with_a_zero_radius_an_old_record_and_hostile_text() -> None:
+    """symlog when 0 is a candidate and the rest span ≥ 100×; the threshold from ERM's score × slack when the
+    record predates `val_mse_threshold`; every recorded string is escaped."""
+    cands = [
+        {"radius": r, "bins": 5, "val_mse": m, "val_tail": t, "admissible": m <= 2.2}
+        for r, m, t in ((0.0, 2.0, 9.0), (0.01, 2.1, 8.0), (0.1, 2.3, 7.5), (3.0, 4.0, 7.0))
+    ]
+    rec = {
+        "candidates": cands,
+        "chosen": {"radius": 0.01, "bins": 5},
+        "erm_val_mse": 2.0,
+        "val_slack": 1.1,
+        "method": "<script>alert(1)</script>",
+        "how": "validation & <b>",
+    }
+    r = Result(Status.CONVERGED, 1.0, {}, "tcdro", "dro", info={"auto": rec})
+    v = panels.validation(r)
+    assert v is not None and v.scale == "symlog" and v.chosen == 1 and v.threshold == pytest.approx(2.2)
+    c = Comparison("m", "m.opt", "dro", "minimize", ["tcdro"], [r])
+    html = report.render(c, "html")
+    parse(html)
+    assert "<script" not in html and "&lt;script&gt;" in html and "validation &amp; &lt;b&gt;" in html
+    assert len(svg_points(html, "auto0:val_mse:admissible")) == 2  # 2.0 and 2.1 ≤ 2.2
+    assert len(svg_points(html, "auto0:val_mse:not-admissible")) == 2
+    md = report.render(c, "md")
+    assert "<script" not in md and "&lt;script&gt;" in md
