@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bad outcomes (traceback, MemoryError, hang, unlocated): {sum(bad.values())}")
     fmt_bad = {k: v for k, v in fmt_counts.items() if k not in FMT_GOOD}
     if a.fmt:
-        print(f"\n{'fmt round trip (parse, fmt, fmt again, compare tree and IR)':48s} {'count':>8s} {'share':>7s}")
+        print(f"\n{'fmt round trip (tree and IR compared)':48s} {'count':>8s} {'share':>7s}")
         for outcome, n in sorted(fmt_counts.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"{outcome:48s} {n:8d} {n / a.count:7.2%}")
         print(f"fmt failures (not idempotent, tree/IR changed, refused, traceback): {sum(fmt_bad.values())}")
