@@ -3,9 +3,12 @@
 Every input must end in a located OptlangError or a Model. Prints counts by outcome: ok, each
 error code family, traceback (by exception type and place), MemoryError, hang (over --hang
 seconds, stopped by SIGALRM). Exit status 1 when any traceback, MemoryError or hang occurred.
+With --fmt, each input that parses also goes through `optlang fmt` (fmt_roundtrip) into a second table;
+any round-trip failure also makes the exit status 1.
 
     python benchmarks/fuzz.py --count 100000 --seed 0 --memory-limit 8G
     python benchmarks/fuzz.py --count 5000 --show 5     # print the first inputs of each bad outcome
+    python benchmarks/fuzz.py --count 2000 --fmt        # also round-trip every input that parses through fmt
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -224,6 +228,68 @@ def run_one(text: str, base: Path) -> str:
         return f"traceback {type(e).__name__} at {Path(tb.filename).name}:{tb.lineno}"
 
 
+def ir_signature(m: Any) -> tuple:
+    """What lowering made of a Model, without source positions (two texts of one model give equal ones)."""
+    ir = m.ir
+    params = {k: np.asarray(v.toarray() if hasattr(v, "toarray") else v).tolist() for k, v in ir.params.items()}
+    variables = {n: (v.kind, v.shape, v.domain) for n, v in ir.variables.items()}
+    solver = (ir.solver.name, ir.solver.options) if ir.solver else None
+    cons = [(c.sense, c.names, c.over) for c in ir.constraints]
+    return (ir.name if ir.name != "<t>" else None, m.form, params, variables, solver, cons, ir.objective.form)
+
+
+FMT_GOOD = ("fmt ok", "fmt ok (no model)", "fmt skip (no parse)")
+
+
+def fmt_roundtrip(text: str, base: Path | None) -> tuple[str, str]:
+    """`optlang fmt` on one input: (outcome, formatted text). Good outcomes are FMT_GOOD: 'fmt ok' (the
+    formatted text is stable, parses to the same canonical tree and lowers to an equal IR), 'fmt ok (no
+    model)' (same, but the original does not lower, or base is None: IR not compared), 'fmt skip (no
+    parse)'. Anything else names the failure: refused, output does not parse, not idempotent, tree
+    changed, IR changed, output does not lower, or a traceback."""
+    import optlang
+    from optlang.fmt import canonical, format_text
+    from optlang.grammar.parser import parse_tree
+    from optlang.source import Source
+
+    def tree(t: str) -> Any:
+        return canonical(parse_tree(Source(t, "<t>", Path("."))))
+
+    try:
+        before = tree(text)
+    except optlang.OptlangError:
+        return "fmt skip (no parse)", ""
+    once = ""
+    try:
+        once = format_text(text)
+        try:
+            after = tree(once)
+        except optlang.OptlangError:
+            return "fmt output does not parse", once
+        if format_text(once) != once:
+            return "fmt not idempotent", once
+        if after != before:
+            return "fmt tree changed", once
+        if base is None:
+            return "fmt ok (no model)", once
+        try:
+            model = optlang.parse(text, base_dir=base)
+        except optlang.OptlangError:
+            return "fmt ok (no model)", once
+        try:
+            formatted = optlang.parse(once, base_dir=base)
+        except optlang.OptlangError as e:
+            return f"fmt output does not lower ({e.code})", once
+        return ("fmt ok" if ir_signature(formatted) == ir_signature(model) else "fmt IR changed"), once
+    except _Hang:
+        raise
+    except optlang.OptlangError as e:
+        return f"fmt refused ({e.code})", once
+    except Exception as e:
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        return f"fmt traceback {type(e).__name__} at {Path(tb.filename).name}:{tb.lineno}", once
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=100_000, help="inputs to run (default 10^5)")
@@ -232,12 +298,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hang", type=float, default=10.0, help="seconds after which one input counts as a hang")
     ap.add_argument("--memory-limit", default="8G", help="the model memory budget during the run")
     ap.add_argument("--show", type=int, default=0, help="print this many inputs of each bad outcome")
+    ap.add_argument(
+        "--fmt", action="store_true", help="also round-trip each input that parses through `optlang fmt` (own table)"
+    )
     a = ap.parse_args(argv)
     os.environ["OPTLANG_MEMORY_LIMIT"] = a.memory_limit
     rng = random.Random(a.seed)
     fz = Fuzzer(rng)
     corpus = seed_corpus()
     counts: collections.Counter[str] = collections.Counter()
+    fmt_counts: collections.Counter[str] = collections.Counter()
     examples: dict[str, list[str]] = collections.defaultdict(list)
     slowest = (0.0, "")
     signal.signal(signal.SIGALRM, _alarm)
@@ -254,6 +324,17 @@ def main(argv: list[str] | None = None) -> int:
                 outcome = "hang"
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            if a.fmt:
+                signal.setitimer(signal.ITIMER_REAL, a.hang)
+                try:
+                    fmt_outcome, formatted = fmt_roundtrip(text, base)
+                except _Hang:
+                    fmt_outcome, formatted = "fmt hang", ""
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                fmt_counts[fmt_outcome] += 1
+                if len(examples[fmt_outcome]) < a.show and fmt_outcome not in FMT_GOOD:
+                    examples[fmt_outcome].append(f"{text}\n--- formatted:\n{formatted}")
             dt = time.perf_counter() - t
             if dt > slowest[0]:
                 slowest = (dt, text[:200])
@@ -272,10 +353,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{outcome:48s} {n:8d} {n / a.count:7.2%}")
     bad = {k: v for k, v in counts.items() if not (k == "ok" or (k[0] == "E" and k.endswith("xx")))}
     print(f"bad outcomes (traceback, MemoryError, hang, unlocated): {sum(bad.values())}")
+    fmt_bad = {k: v for k, v in fmt_counts.items() if k not in FMT_GOOD}
+    if a.fmt:
+        print(f"\n{'fmt round trip (tree and IR compared)':48s} {'count':>8s} {'share':>7s}")
+        for outcome, n in sorted(fmt_counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"{outcome:48s} {n:8d} {n / a.count:7.2%}")
+        print(f"fmt failures (not idempotent, tree/IR changed, refused, traceback): {sum(fmt_bad.values())}")
     for outcome, texts in examples.items():
         for text in texts:
             print(f"--- {outcome}\n{text}\n")
-    return 1 if bad else 0
+    return 1 if bad or fmt_bad else 0
 
 
 if __name__ == "__main__":

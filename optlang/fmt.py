@@ -68,8 +68,11 @@ def format_text(text: str, path: str = "<string>") -> str:
     comments = sorted(_comments, key=lambda c: (c.line, c.column))
     _comments.clear()
     out = _Printer(comments).module(tree)
-    check = parse_tree(Source(out, path, Path(".")))
-    if canonical(check) != canonical(tree):  # never hand back text that means something else
+    try:  # a syntax error here would point into text the user never saw: report it as the formatter's bug
+        check: Tree | None = parse_tree(Source(out, path, Path(".")))
+    except OptlangError:
+        check = None
+    if check is None or canonical(check) != canonical(tree):  # never hand back text that means something else
         raise OptlangError(
             f"the formatter would change the meaning of {path}; the file is left as it is",
             None,
@@ -264,7 +267,10 @@ class _Printer:
         if d == "subscript":
             return f"{self.expr(c[0], POSTFIX)}[" + ", ".join(self.index(i) for i in c[1:]) + "]", POSTFIX
         if d == "attr":
-            return f"{self.expr(c[0], POSTFIX)}.{c[1]}", POSTFIX
+            base = self.expr(c[0], POSTFIX)
+            if base.isdigit():  # `3.T` would lex as the number `3.` and a name: keep `(3).T`
+                base = f"({base})"
+            return f"{base}.{c[1]}", POSTFIX
         if d in ("number", "string", "name"):
             return str(c[0]), ATOM
         if d == "call":

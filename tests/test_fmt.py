@@ -10,10 +10,10 @@ import random
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import optlang
+from benchmarks.fuzz import ir_signature
 from optlang.cli import main
 from optlang.errors import OptlangError
 from optlang.fmt import canonical, format_text
@@ -34,16 +34,6 @@ def _tree(text: str):
     return canonical(parse_tree(Source(text, "<t>", Path("."))))
 
 
-def _ir_signature(m: optlang.Model) -> tuple:
-    """What lowering made of the model, without source positions."""
-    ir = m.ir
-    params = {k: np.asarray(v.toarray() if hasattr(v, "toarray") else v).tolist() for k, v in ir.params.items()}
-    variables = {n: (v.kind, v.shape, v.domain) for n, v in ir.variables.items()}
-    solver = (ir.solver.name, ir.solver.options) if ir.solver else None
-    cons = [(c.sense, c.names, c.over) for c in ir.constraints]
-    return (ir.name if ir.name != "<t>" else None, m.form, params, variables, solver, cons, ir.objective.form)
-
-
 def _assert_formats(text: str, base: Path | None = None) -> str:
     once = format_text(text)
     assert format_text(once) == once, "not idempotent"
@@ -54,7 +44,7 @@ def _assert_formats(text: str, base: Path | None = None) -> str:
         except OptlangError:
             return once
         after = optlang.parse(once, base_dir=base)
-        assert _ir_signature(after) == _ir_signature(before), "IR changed"
+        assert ir_signature(after) == ir_signature(before), "IR changed"
     return once
 
 
@@ -184,3 +174,21 @@ def test_cli_bad_syntax_is_a_model_error(tmp_path: Path) -> None:
 
 def test_shipped_models_pass_fmt_check() -> None:
     assert _cli("fmt", "--check", str(ROOT / "models"))[0] == 0
+
+
+def test_attribute_of_an_integer_keeps_its_parentheses() -> None:
+    """Found by the fmt round trip on benchmarks/fuzz.py's corpus: `(3).T` was printed `3.T`, which lexes as the
+    number `3.` and a name, so fmt refused the file. Other numbers need no parentheses before `.T`."""
+    text = "param w = (3).T\nparam v = (1.5).T + (1e5).T + (.5).T\nvar x[2]\nminimize sum(x^2) + w + v\n"
+    once = _assert_formats(text, ROOT)
+    assert once == "param w = (3).T\nparam v = 1.5.T + 1e5.T + .5.T\nvar x[2]\nminimize sum(x^2) + w + v\n"
+
+
+def test_formatter_bug_is_reported_as_e113_not_as_a_syntax_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text the formatter would print wrongly never reaches the user, and the error does not point into it."""
+    import optlang.fmt as fmt
+
+    monkeypatch.setattr(fmt._Printer, "module", lambda self, tree: "param w = 3.T\n")
+    with pytest.raises(OptlangError) as e:
+        fmt.format_text("param w = (3).T\n")
+    assert e.value.code == "E113"

@@ -1,6 +1,8 @@
 """Fuzz the front end with hypothesis: models generated from the grammar (with hostile leaves) and
 mutations of the shipped models must end in a located OptlangError or a Model — never a traceback,
-a MemoryError or an unlocated diagnostic. benchmarks/fuzz.py runs the same idea at 10^5 inputs."""
+a MemoryError or an unlocated diagnostic. benchmarks/fuzz.py runs the same idea at 10^5 inputs.
+The same corpus (and benchmarks/fuzz.py's generator) also goes through `optlang fmt`: every input
+that parses must format to stable text with the same parse tree and, when it lowers, the same IR."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import optlang
+from benchmarks.fuzz import FMT_GOOD, Fuzzer, fmt_roundtrip, seed_corpus
+from benchmarks.fuzz import mutate as bench_mutate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -151,3 +155,32 @@ def test_mutated_models_end_in_a_model_or_a_located_error(
 ) -> None:
     monkeypatch.setenv("OPTLANG_MEMORY_LIMIT", "200MB")
     _check(text, data_dir)
+
+
+# ---------------------------------------------------------------------------- fmt round trip
+_BENCH_CORPUS = seed_corpus()
+FMT_SOURCES = {
+    "grammar": MODEL,
+    "mutated": mutated(),
+    "bench-generator": st.randoms(use_true_random=False).map(lambda r: Fuzzer(r).model()),
+    "bench-mutated": st.randoms(use_true_random=False).map(lambda r: bench_mutate(r, r.choice(_BENCH_CORPUS))),
+}
+FMT_FUZZ = settings(FUZZ, max_examples=150)
+
+
+@pytest.mark.parametrize("source", list(FMT_SOURCES))
+def test_fmt_round_trips_on_the_fuzz_corpus(source: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For each input that parses: fmt(text) parses, fmt is idempotent, the canonical parse tree is kept
+    and, when the original lowers, the formatted text lowers to an equal IR (benchmarks.fuzz.fmt_roundtrip)."""
+    monkeypatch.setenv("OPTLANG_MEMORY_LIMIT", "200MB")
+    checked: list[str] = []
+
+    @FMT_FUZZ
+    @given(text=FMT_SOURCES[source])
+    def roundtrip(text: str) -> None:
+        outcome, formatted = fmt_roundtrip(text, data_dir)
+        assert outcome in FMT_GOOD, f"{outcome}\n--- input:\n{text}\n--- formatted:\n{formatted}"
+        checked.append(outcome)
+
+    roundtrip()
+    assert any(o != "fmt skip (no parse)" for o in checked), "the corpus never reached the formatter"
