@@ -24,12 +24,6 @@ from optlang.cli_common import UsageError, parse_assignments, parse_value
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_USAGE, EXIT_MODEL, EXIT_PLAN, EXIT_SOLVE, EXIT_INTERRUPT = 0, 1, 2, 3, 4, 5, 130
 
 
-# the -p/-d parsing lives in cli_common (sweep uses it too); these names stay for cli's own callers
-_parse_assignments = parse_assignments
-_value = parse_value
-_Usage = UsageError
-
-
 def build_parser() -> argparse.ArgumentParser:
     from optlang.cli_common import EPILOG, HelpFormatter
 
@@ -141,7 +135,7 @@ def _main(argv: list[str] | None) -> int:
     except guard.FlagError as e:
         sys.stderr.write(f"optlang: error: {e}\n")
         return EXIT_USAGE
-    except _Usage as e:
+    except UsageError as e:
         sys.stderr.write(f"optlang: error: {e}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -200,8 +194,8 @@ def _load(args: argparse.Namespace) -> Any:
 
     return optlang.load(
         args.model,
-        params=_parse_assignments(args.param, "-p"),
-        data=_parse_assignments(args.data, "-d"),
+        params=parse_assignments(args.param, "-p"),
+        data=parse_assignments(args.data, "-d"),
         allow_paths=guard.allow_paths(args),
     )
 
@@ -276,9 +270,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     m = _load(args)
     try:
-        options = parse_options(args.option, _value)
+        options = parse_options(args.option, parse_value)
     except ValueError as e:
-        raise _Usage(str(e)) from None
+        raise UsageError(str(e)) from None
     progress = Progress(enabled=not args.quiet and not args.json and sys.stderr.isatty())
     try:
         r = m.solve(

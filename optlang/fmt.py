@@ -23,7 +23,7 @@ from typing import Any
 from lark import Lark, Token, Tree
 
 from optlang.errors import OptlangError
-from optlang.grammar.parser import BracketPostLex, parse_tree
+from optlang.grammar.parser import make_parser, parse_tree
 from optlang.source import Source
 
 WIDTH = 100  # a solver block longer than this is written one option per line
@@ -47,14 +47,7 @@ _comments: list[_Comment] = []
 @cache
 def _comment_parser() -> Lark:
     """The model grammar with a lexer callback that records comments (the normal parser drops them)."""
-    return Lark.open_from_package(
-        "optlang.grammar",
-        "optlang.lark",
-        parser="lalr",
-        propagate_positions=True,
-        postlex=BracketPostLex(),
-        maybe_placeholders=True,
-        cache=False,
+    return make_parser(
         lexer_callbacks={"COMMENT": lambda tok: _comments.append(_Comment(tok.line, tok.column, str(tok).rstrip()))},
     )
 

@@ -289,7 +289,7 @@ class Ambiguity:
     bins: int = 10
     edges: np.ndarray | None = None  # user-given region edges (target_conditional)
     # parameters given as `auto` (LANGUAGE.md §3): name -> candidate grid; the backend chooses among
-    # them by validation (backends/dro_auto.py). An auto radius is NaN until chosen, so nothing can
+    # them by validation (backends/dro/auto.py). An auto radius is NaN until chosen, so nothing can
     # silently use a placeholder.
     auto: dict[str, tuple[float, ...]] = field(default_factory=dict)
 

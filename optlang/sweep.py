@@ -341,7 +341,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import optlang
-    from optlang.cli_common import parse_assignments as _parse_assignments
+    from optlang.cli_common import parse_assignments
 
     swept: dict[str, list[float]] = {}
     fixed: dict[str, str] = {}
@@ -356,8 +356,8 @@ def run(args: argparse.Namespace) -> int:
             swept[name.strip()] = vals
     if not swept:
         raise OptionError("param", "nothing to sweep", hint="-p 'lam=logspace(-3, 1, 64)'")
-    fixed_params = _parse_assignments([f"{k}={v}" for k, v in fixed.items()], "-p") if fixed else {}
-    model = optlang.load(args.model, params=fixed_params, data=_parse_assignments(args.data, "-d"))
+    fixed_params = parse_assignments([f"{k}={v}" for k, v in fixed.items()], "-p") if fixed else {}
+    model = optlang.load(args.model, params=fixed_params, data=parse_assignments(args.data, "-d"))
     res = run_sweep(
         model,
         swept,

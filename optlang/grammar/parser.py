@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cache
+from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -81,8 +82,8 @@ class _Bracket(Exception):
         self.eof = eof
 
 
-@cache
-def _parser() -> Lark:
+def make_parser(**extra: Any) -> Lark:
+    """The LALR parser of the shipped grammar; `extra` adds lark options (fmt adds a comment callback)."""
     return Lark.open_from_package(
         "optlang.grammar",
         "optlang.lark",
@@ -91,7 +92,13 @@ def _parser() -> Lark:
         postlex=BracketPostLex(),
         maybe_placeholders=True,
         cache=False,
+        **extra,
     )
+
+
+@cache
+def _parser() -> Lark:
+    return make_parser()
 
 
 # Snippets that name common syntax errors (lark's match_examples).

@@ -47,7 +47,7 @@ class FlatVars:
         return {v.name: x[a:b].reshape(v.shape) for v, a, b in self.slices}
 
     def initial(self, ctx: RunContext) -> torch.Tensor:
-        """The seeded feasible starting point (torch_vars.init_tensors), flattened."""
+        """The seeded feasible starting point (common.init_tensors), flattened."""
         ts = init_tensors(self.variables, ctx, requires_grad=False)
         if not ts:
             return torch.zeros(0, dtype=ctx.dtype, device=ctx.device)

@@ -47,7 +47,7 @@ class TCDROOptions:
     dual: str = "closed_form"  # minibatch duals: closed_form (refreshed exactly) | joint (also trained)
     refresh: int = 0  # minibatch: steps between exact dual refreshes (0: once per epoch)
     polish_iter: int = 200  # float32 L-BFGS runs end with up to this many float64 iterations (0: off)
-    # `auto` parameters (dro_auto.py): validation on the training data alone
+    # `auto` parameters (dro/auto.py): validation on the training data alone
     select: str = "kfold"  # kfold | holdout
     folds: int = 5  # kfold: number of seeded folds
     val_frac: float = 0.25  # holdout: share held out

@@ -4,6 +4,7 @@ and the driver (a run in ctx's dtype, then a float64 polish from its point, then
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,7 @@ def check_outer(o: OuterOptions, name: str) -> None:
         raise OptionError("lr_decay", f"{name}: lr_decay > 0, polish ≥ 0, lower_steps ≥ 1, stochastic_iters ≥ 1")
 
 
-class HyperOracle:
+class HyperOracle(ABC):
     """Base of a hypergradient oracle: the lower solve with warm state, tolerances per dtype."""
 
     def __init__(self, levels: Levels, o: OuterOptions, y0: torch.Tensor, gscale: float) -> None:
@@ -102,8 +103,9 @@ class HyperOracle:
         if self.v is not None:
             self.v = self.v.to(levels.dtype)
 
-    def __call__(self, x: torch.Tensor) -> Eval:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def __call__(self, x: torch.Tensor) -> Eval:
+        """Φ, the hypergradient and the follower's y at x: each method's own way."""
 
 
 def drive(

@@ -56,6 +56,29 @@ def finite_eval(e: Eval) -> bool:
     return math.isfinite(e.phi) and bool(torch.isfinite(e.grad).all()) and bool(torch.isfinite(e.y).all())
 
 
+def _checkpoint(
+    k: int,
+    xb: Block,
+    x: torch.Tensor,
+    e: Eval,
+    trace: list[tuple[int, float, float]],
+    report: Callable[[float, float], None] | None,
+    tol: float,
+    ctx: RunContext,
+) -> tuple[float, Status | None]:
+    """The start of an upper iteration shared by spg and plbfgs: record and report (Φ, ‖projected ∇Φ‖),
+    then the status that ends the loop here (converged, or the limit / interrupt), else None."""
+    pgn = projected_norm(xb, x, e.grad)
+    trace.append((k - 1, e.phi, pgn))
+    if report is not None:
+        report(e.phi, pgn)
+    if pgn <= tol * max(1.0, abs(e.phi)) or x.numel() == 0:
+        return pgn, Status.CONVERGED
+    if ctx.should_stop():
+        return pgn, ctx.stop_status()
+    return pgn, None
+
+
 def spg(
     oracle: Oracle,
     xb: Block,
@@ -82,15 +105,9 @@ def spg(
     k = 0
     pgn = projected_norm(xb, x, e.grad)
     for k in range(1, max_iter + 1):
-        pgn = projected_norm(xb, x, e.grad)
-        trace.append((k - 1, e.phi, pgn))
-        if report is not None:
-            report(e.phi, pgn)
-        if pgn <= tol * max(1.0, abs(e.phi)) or x.numel() == 0:
-            status = Status.CONVERGED
-            break
-        if ctx.should_stop():
-            status = ctx.stop_status()
+        pgn, done = _checkpoint(k, xb, x, e, trace, report, tol, ctx)
+        if done is not None:
+            status = done
             break
         lam = alpha
         ref = max(phis)
@@ -214,15 +231,9 @@ def plbfgs(
     k = 0
     pgn = projected_norm(xb, x, e.grad)
     for k in range(1, max_iter + 1):
-        pgn = projected_norm(xb, x, e.grad)
-        trace.append((k - 1, e.phi, pgn))
-        if report is not None:
-            report(e.phi, pgn)
-        if pgn <= tol * max(1.0, abs(e.phi)) or x.numel() == 0:
-            status = Status.CONVERGED
-            break
-        if ctx.should_stop():
-            status = ctx.stop_status()
+        pgn, done = _checkpoint(k, xb, x, e, trace, report, tol, ctx)
+        if done is not None:
+            status = done
             break
         h = e.grad
         eps_b = 1e-10 * (1.0 + x.abs())

@@ -31,9 +31,9 @@ Tensors = dict[str, "torch.Tensor"]
 
 
 def project(domain: Domain, x: torch.Tensor) -> torch.Tensor:
-    """torch_vars.project, with simplex inputs shifted by their max first (the projection is shift-invariant).
+    """common.project, with simplex inputs shifted by their max first (the projection is shift-invariant).
 
-    torch_vars' sort-and-cumsum loses the threshold in float32 once entries reach ~1e7 (u₀ − (u₀ − 1)
+    common.project's sort-and-cumsum loses the threshold in float32 once entries reach ~1e7 (u₀ − (u₀ − 1)
     rounds to 0 and no index qualifies); after the shift the largest entry is 0 and index 0 always does.
     """
     if domain.kind == "simplex":
