@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
+from scipy.spatial import Delaunay  # noqa: F401  (loaded before any timing, as pymoo's modules are)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -274,12 +276,27 @@ def run_pymoo(algo: str, pname: str, n: int, m: int, evals: int, seed: int) -> t
     return nondominated(np.asarray(F, dtype=np.float64)), int(res.algorithm.evaluator.n_eval), secs
 
 
-def part2(quick: bool, have_pymoo: bool, seed: int, only: list[str] | None = None) -> None:
+def _timed(fn, *args):
+    """(result, wall seconds, CPU seconds of this process) of fn(*args)."""
+    t, c = time.perf_counter(), time.process_time()
+    out = fn(*args)
+    return out, time.perf_counter() - t, time.process_time() - c
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def part2(quick: bool, have_pymoo: bool, seeds: list[int], only: list[str] | None = None) -> None:
     print("\n## Part 2: fronts at equal evaluations (HV: reference = analytic front's nadir + 10 % of its range;")
     print("exact: mo_metrics for 2–3 objectives, moocore for 5; IGD to the analytic front)\n")
-    print("| problem | method | evaluations | front size | HV | HV / exact | IGD | time s |")
-    print("|---|---|---|---|---|---|---|---|")
-    summary = []
+    print(f"load average (1, 5, 15 min) at the start: {_load()}\n")
+    print("| problem | seed | method | evaluations | front size | HV | HV / exact | IGD | wall s | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    summary: dict[str, dict[str, list]] = {}
     for name, pname, which, n, m in FRONT_PROBLEMS:
         if only and name not in only:
             continue
@@ -287,55 +304,62 @@ def part2(quick: bool, have_pymoo: bool, seed: int, only: list[str] | None = Non
         R, _ = reference_front(name, which, m)
         ref = hv_ref(R)
         hv_exact = exact_hv(name, which, m, R, ref)
-        rows = []
-        t = time.perf_counter()
-        backend = ParetoM3()
-        raw = backend.solve(problem, backend.make_options(PM3_SET), RunContext(seed=seed))
-        secs = time.perf_counter() - t
-        F = np.array([[p["objectives"][f"f{i + 1}"] for i in range(m)] for p in raw.info["front"]])
-        evals = int(raw.info["evaluations"])
-        rows.append((f"paretom3 ({raw.status.value})", evals, F, secs))
-        ws = WeightedSum()
-        t = time.perf_counter()
-        wraw = ws.solve(problem, ws.make_options(dict(points=20, iters=max(20, evals // 20))), RunContext(seed=seed))
-        Fw = np.array([[p["objectives"][f"f{i + 1}"] for i in range(m)] for p in wraw.info["front"]])
-        rows.append(("weighted-sum", int(wraw.info["evaluations"]), Fw, time.perf_counter() - t))
-        if have_pymoo:
-            for algo in ("NSGA-II", "NSGA-III", "MOEA/D"):
-                Fp, ev, sp = run_pymoo(algo, pname, n, m, evals, seed)
-                rows.append((algo, ev, Fp, sp))
-        hvs = {}
-        for meth, ev, FF, secs in rows:
-            hv = hv_any(FF, ref)
-            hvs[meth.split(" (")[0]] = (hv, secs)
-            d = igd(FF, R) if FF.size else float("nan")
-            print(
-                f"| {name} | {meth} | {ev} | {FF.shape[0]} | {hv:.4f} | {hv / hv_exact:.4f} | {d:.4f} | {secs:.2f} |",
-                flush=True,
-            )
-        print(f"| {name} | exact front | — | {R.shape[0]} | {hv_exact:.4f} | 1 | 0 | — |", flush=True)
-        if have_pymoo:
-            summary.append((name, hvs))
-    if summary:
+        per = summary.setdefault(name, {})
+        for seed in seeds:
+            rows = []
+            backend = ParetoM3()
+            raw, secs, cpu = _timed(backend.solve, problem, backend.make_options(PM3_SET), RunContext(seed=seed))
+            F = np.array([[p["objectives"][f"f{i + 1}"] for i in range(m)] for p in raw.info["front"]])
+            evals = int(raw.info["evaluations"])
+            rows.append((f"paretom3 ({raw.status.value})", evals, F, secs, cpu))
+            ws = WeightedSum()
+            wopts = ws.make_options(dict(points=20, iters=max(20, evals // 20)))
+            wraw, wsecs, wcpu = _timed(ws.solve, problem, wopts, RunContext(seed=seed))
+            Fw = np.array([[p["objectives"][f"f{i + 1}"] for i in range(m)] for p in wraw.info["front"]])
+            rows.append(("weighted-sum", int(wraw.info["evaluations"]), Fw, wsecs, wcpu))
+            if have_pymoo:
+                for algo in ("NSGA-II", "NSGA-III", "MOEA/D"):
+                    (Fp, ev, _), sp, cp = _timed(run_pymoo, algo, pname, n, m, evals, seed)
+                    rows.append((algo, ev, Fp, sp, cp))
+            for meth, ev, FF, secs, cpu in rows:
+                hv = hv_any(FF, ref)
+                per.setdefault(meth.split(" (")[0], []).append((hv / hv_exact, secs, cpu))
+                d = igd(FF, R) if FF.size else float("nan")
+                print(
+                    f"| {name} | {seed} | {meth} | {ev} | {FF.shape[0]} | {hv:.4f} | {hv / hv_exact:.4f} | {d:.4f} "
+                    f"| {secs:.2f} | {cpu:.2f} |",
+                    flush=True,
+                )
+        print(f"| {name} | — | exact front | — | {R.shape[0]} | {hv_exact:.4f} | 1 | 0 | — | — |", flush=True)
+    print(f"\nload average at the end: {_load()}")
+    if not summary:
+        return
+    print(f"\nSeeds {', '.join(map(str, seeds))}: HV / exact as mean [min, max]; times are medians over the seeds")
+    print("(wall and CPU seconds of the same process, one torch thread; pymoo runs right after paretom3).\n")
+    cols = [c for c in ("paretom3", "NSGA-III", "MOEA/D", "NSGA-II") if any(c in v for v in summary.values())]
+    print(
+        "| problem | " + " | ".join(f"{c} HV/exact" for c in cols) + " | min over seeds of paretom3 / NSGA-III HV "
+        "| paretom3 wall / CPU s | NSGA-III wall / CPU s | wall ratio | CPU ratio |"
+    )
+    print("|---|" + "---|" * (len(cols) + 5))
+    for name, per in summary.items():
+        cells = []
+        for c in cols:
+            v = np.array([r[0] for r in per[c]])
+            cells.append(f"{v.mean():.4f} [{v.min():.4f}, {v.max():.4f}]")
+        p3 = per["paretom3"]
+        if "NSGA-III" in per:
+            n3 = per["NSGA-III"]
+            rat = [a[0] / b[0] if b[0] > 0 else (np.inf if a[0] > 0 else np.nan) for a, b in zip(p3, n3, strict=True)]
+            rmin = "— (both 0)" if all(np.isnan(r) for r in rat) else f"{np.nanmin(rat):.3f}"
+            w3, c3 = np.median([r[1] for r in n3]), np.median([r[2] for r in n3])
+        else:
+            rmin, w3, c3 = "—", np.nan, np.nan
+        wp, cp = np.median([r[1] for r in p3]), np.median([r[2] for r in p3])
         print(
-            "\n| problem | paretom3 HV / exact | HV / NSGA-III's | HV / MOEA-D's "
-            "| time / NSGA-III's | time / MOEA-D's |"
+            f"| {name} | " + " | ".join(cells) + f" | {rmin} | {wp:.2f} / {cp:.2f} | {w3:.2f} / {c3:.2f} "
+            f"| {wp / w3:.2f} | {cp / c3:.2f} |"
         )
-        print("|---|---|---|---|---|---|")
-        for name, hvs in summary:
-            p_hv, p_t = hvs["paretom3"]
-            n3, md = hvs["NSGA-III"], hvs["MOEA/D"]
-            ex = [r for r in FRONT_PROBLEMS if r[0] == name][0]
-            R, _ = reference_front(name, ex[2], ex[4])
-            ex_hv = exact_hv(name, ex[2], ex[4], R, hv_ref(R))
-
-            def ratio(a: float, b: float) -> str:
-                return f"{a / b:.3f}" if b > 0 else ("— (both 0)" if a == 0 else "∞")
-
-            print(
-                f"| {name} | {p_hv / ex_hv:.4f} | {ratio(p_hv, n3[0])} | {ratio(p_hv, md[0])} "
-                f"| {p_t / n3[1]:.2f} | {p_t / md[1]:.2f} |"
-            )
 
 
 def main() -> None:
@@ -344,7 +368,7 @@ def main() -> None:
     ap.add_argument("--part", choices=["1", "2", "all"], default="all")
     ap.add_argument("--set", action="append", default=[], help="part 2: a paretom3 option KEY=VALUE (repeatable)")
     ap.add_argument("--no-pymoo", action="store_true", help="skip the pymoo columns")
-    ap.add_argument("--seed", type=int, default=0, help="part 2: the seed of every method (default 0)")
+    ap.add_argument("--seeds", default="0", help="part 2: comma-separated seeds of every method (default 0)")
     ap.add_argument("--only", default="", help="part 2: comma-separated problems (zdt1,...,dtlz2-5)")
     args = ap.parse_args()
     try:
@@ -370,7 +394,8 @@ def main() -> None:
     if args.part in ("1", "all"):
         part1(args.quick, have_pymoo, seeds)
     if args.part in ("2", "all"):
-        part2(args.quick, have_pymoo, args.seed, [x for x in args.only.split(",") if x] or None)
+        seeds2 = [int(x) for x in args.seeds.split(",") if x]
+        part2(args.quick, have_pymoo, seeds2, [x for x in args.only.split(",") if x] or None)
 
 
 if __name__ == "__main__":

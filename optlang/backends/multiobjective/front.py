@@ -22,6 +22,9 @@ Every evaluated point enters the non-dominated archive; the archive is the retur
 
 from __future__ import annotations
 
+import copy
+import itertools
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +53,11 @@ class FrontRun:
     refinements: int
     solutions: int
     gaps: int
+    predicted: int = 0
+    corrected: int = 0
     ideal: np.ndarray = field(default_factory=lambda: np.zeros(0))
     nadir: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    solution_F: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the rays' and refinements' end points
 
 
 class _Batch:
@@ -73,15 +79,12 @@ class _Batch:
         self.X = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
         self.W = torch.as_tensor(np.maximum(W, o.front_delta), dtype=ctx.dtype, device=ctx.device)
         scales = {v.name: variable_scale(v, self.X[v.name]) for v in problem.variables}
-        self.opt = ProjectedAdam(self.X, scales, lr)
+        self.opt = ProjectedAdam(self.X, scales, lr, betas=(o.front_beta1, o.front_beta2))
         self.m = W.shape[1]
 
-    def step(
-        self, z: torch.Tensor, s: torch.Tensor, factor: float, archive: Any
-    ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """One step; returns (F, achievement) before the step, or None when F is not finite."""
-        from optlang.backends.multiobjective.common import batched_project_, nan_to_zero, safe_grads
-
+    def evaluate(self, z: torch.Tensor, s: torch.Tensor, archive: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """F and the achievement at the current points (graph kept; B counted evaluations, archived);
+        None when F is not finite."""
         out = self.ev(self.X)
         F = out[:, : self.m]
         if not bool(torch.isfinite(F.detach()).all()):
@@ -97,30 +100,95 @@ class _Batch:
             tau = self.o.front_tau
             ach = tau * torch.logsumexp(a / tau, dim=1) + self.o.front_alpha * q.sum(1)
         archive.add(F.detach(), self.X)  # before the step: F belongs to these points
+        return F, ach
+
+    def descend(self, ach: torch.Tensor, factor: float) -> None:
+        """One projected-Adam step on the achievements of the last `evaluate` (no evaluation)."""
+        from optlang.backends.multiobjective.common import batched_project_, nan_to_zero, safe_grads
+
         g, _ = safe_grads(ach.sum(), self.X)
         self.opt.step(self.X, {n: nan_to_zero(t) for n, t in g.items()}, factor)
         batched_project_(self.problem.variables, self.X)
-        return F.detach(), ach.detach()
+
+    def step(
+        self, z: torch.Tensor, s: torch.Tensor, factor: float, archive: Any
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """One step; returns (F, achievement) before the step, or None when F is not finite."""
+        res = self.evaluate(z, s, archive)
+        if res is None:
+            return None
+        self.descend(res[1], factor)
+        return res[0].detach(), res[1].detach()
+
+    def subset(self, idx: np.ndarray) -> _Batch:
+        """The rows `idx` as a batch of their own, their Adam state included."""
+        sub = _Batch.__new__(_Batch)
+        sub.problem, sub.ev, sub.o, sub.ctx, sub.m = self.problem, self.ev, self.o, self.ctx, self.m
+        ti = torch.as_tensor(idx, dtype=torch.long, device=self.W.device)
+        sub.X = {k: v.detach()[ti].clone().requires_grad_(True) for k, v in self.X.items()}
+        sub.W = self.W[ti]
+        sub.opt = copy.copy(self.opt)
+        sub.opt.m = {k: v[ti].clone() for k, v in self.opt.m.items()}
+        sub.opt.v = {k: v[ti].clone() for k, v in self.opt.v.items()}
+        return sub
 
 
 def _edges(Q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
-    """Neighbour edges of the normalized points Q: consecutive in f1 for 2 objectives, k-nearest otherwise."""
-    n = Q.shape[0]
+    """Neighbour edges of the non-dominated normalized points Q (n, m), with their lengths.
+
+    Two objectives: consecutive in f1. More: the edges of the Delaunay triangulation of Q projected
+    along (1, ..., 1) — one-to-one on a non-dominated set (two points differing by a multiple of the
+    ones vector dominate one another), so the triangulation is a mesh of the front; the k nearest
+    neighbours when the projection is degenerate (all points on a lower-dimensional piece).
+    """
+    n, m = Q.shape
     if n < 2:
         return []
-    if Q.shape[1] == 2:
+    if m == 2:
         order = np.argsort(Q[:, 0])
         return [
             (int(a), int(b), float(np.linalg.norm(Q[a] - Q[b]))) for a, b in zip(order[:-1], order[1:], strict=True)
         ]
-    D = np.sqrt(((Q[:, None, :] - Q[None, :, :]) ** 2).sum(-1))
-    np.fill_diagonal(D, np.inf)
-    out = {}
-    for i in range(n):
-        for j in np.argsort(D[i])[: min(k, n - 1)]:
-            a, b = (i, int(j)) if i < j else (int(j), i)
-            out[(a, b)] = float(D[a, b])
-    return [(a, b, d) for (a, b), d in out.items()]
+    from scipy.spatial import Delaunay, QhullError, cKDTree
+
+    basis = np.linalg.svd(np.eye(m) - 1.0 / m)[0][:, : m - 1]  # orthonormal basis of the plane ⟂ (1, ..., 1)
+    try:
+        simplices = Delaunay(Q @ basis).simplices
+        P = np.concatenate([simplices[:, [i, j]] for i, j in itertools.combinations(range(m), 2)])
+    except (QhullError, ValueError):  # too few or degenerate points: nearest neighbours instead
+        _, J = cKDTree(Q).query(Q, k=min(k, n - 1) + 1)
+        P = np.stack([np.repeat(np.arange(n), J.shape[1] - 1), J[:, 1:].ravel()], 1)
+    P = np.unique(np.sort(P, axis=1), axis=0)
+    P = P[P[:, 0] != P[:, 1]]
+    d = np.linalg.norm(Q[P[:, 0]] - Q[P[:, 1]], axis=1)
+    return [(int(a), int(b), float(e)) for (a, b), e in zip(P, d, strict=True)]
+
+
+def _distinct(
+    cand: list[tuple[int, int, float]], Q: np.ndarray, S: np.ndarray, done: set[tuple[int, int]]
+) -> list[tuple[int, int, float]]:
+    """The edges (longest first) whose objective-space midpoints are new: an edge whose midpoint lies
+    within a quarter of its length of a solution (rows of S) or of a longer kept edge's midpoint (the
+    two diagonals of a quadrilateral of neighbours share one) is dropped and recorded in `done`."""
+    from scipy.spatial import cKDTree
+
+    if not cand:
+        return cand
+    M = np.stack([0.5 * (Q[a] + Q[b]) for a, b, _ in cand])
+    r = 0.25 * np.asarray([d for _, _, d in cand])
+    near_solution = cKDTree(S).query(M)[0] < r
+    tree = cKDTree(M)
+    gone = near_solution.copy()
+    out = []
+    for i, e in enumerate(cand):
+        if gone[i]:
+            done.add((e[0], e[1]))
+            continue
+        out.append(e)
+        for j in tree.query_ball_point(M[i], r[i]):
+            if j > i:
+                gone[j] = True
+    return out
 
 
 def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any, ev: Any) -> FrontRun:
@@ -132,7 +200,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     K = W.shape[0]
     budget = o.front_evals if o.front_evals > 0 else 10**12
     iters0 = ctx.max_iter if ctx.max_iter is not None else o.front_iters
-    iters0 = max(1, min(iters0, int(0.6 * budget) // K if budget < 10**12 else iters0))
+    iters0 = max(1, min(iters0, int(o.front_stage0 * budget) // K if budget < 10**12 else iters0))
     X0 = batched_init(problem.variables, K, ctx, offset=2)
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
@@ -188,6 +256,8 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     SX = {n: t.detach().clone()[torch.as_tensor(ok, device=t.device)] for n, t in batch.X.items()}
     gaps: set[tuple[int, int]] = set()
     refinements = 0
+    cost = 1.0 + 0.5 * o.refine_iters  # evaluations per new point, re-estimated after each round
+    predicted = corrected = 0
     while stopped not in ("time", "diverged"):
         zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
         # edges join non-dominated solutions only (dominated ones, e.g. weakly Pareto points, stay in the archive)
@@ -202,50 +272,47 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             stopped = "converged"
             break
         left = budget - ev.count
-        n_new = min(len(cand), left // (o.refine_iters + 1))
+        n_new = min(len(cand), int(left / cost))
         if n_new <= 0:
             stopped = "limit"
             break
         cand.sort(key=lambda e: -e[2])
-        cand = cand[:n_new]
-        A_idx = torch.as_tensor([a for a, _, _ in cand], device=ctx.device)
-        B_idx = torch.as_tensor([b for _, b, _ in cand], device=ctx.device)
+        cand = _distinct(cand, Q, Q[nd], gaps)[:n_new]
+        if not cand:
+            stopped = "converged"
+            break
+        ia = np.asarray([a for a, _, _ in cand])
+        ib = np.asarray([b for _, b, _ in cand])
+        A_idx = torch.as_tensor(ia, device=ctx.device)
+        B_idx = torch.as_tensor(ib, device=ctx.device)
         Xn = {n: 0.5 * (t[A_idx] + t[B_idx]) for n, t in SX.items()}
-        mid = 0.5 * (Q[[a for a, _, _ in cand]] + Q[[b for _, b, _ in cand]])
-        Wn = np.maximum(mid, 0.0)
+        Wn = np.maximum(0.5 * (Q[ia] + Q[ib]), 0.0)
         Wn = Wn / np.maximum(Wn.sum(1, keepdims=True), 1e-12)
+        spent0 = ev.count
         rb = _Batch(problem, ev, Xn, Wn, o, ctx, o.front_lr * o.refine_lr)
-        bad = False
-        for j in range(o.refine_iters):
-            if ctx.should_stop():
-                stopped = "time"
-                break
-            res = rb.step(z, s, cosine(j, o.refine_iters, 0.1), archive)
-            if res is None:
-                bad = True
-                break
-            k += 1
-        with torch.no_grad():
-            Fn = ev(rb.X)[:, :m].detach().cpu().numpy().astype(np.float64)
-        if not bad:
-            archive.add(torch.as_tensor(Fn), rb.X)
+        Fn, Xk, fate, bad = _continue(rb, z, s, archive, SF[nd], budget, o, ctx)
         refinements += 1
+        if fate is None:  # time limit or non-finite objectives
+            stopped = "time" if not bad else "diverged"
+            break
+        predicted += int((fate == 1).sum())
+        corrected += int((fate == 2).sum())
         Qn = (Fn - zn) / sn
         keep = []
         for i, (a, b, d) in enumerate(cand):
+            gaps.add((a, b))  # the edge is split in two, or spans a gap: it is not retried either way
+            if fate[i] == 0 or not np.all(np.isfinite(Qn[i])):
+                continue
             near = min(np.linalg.norm(Qn[i] - Q[a]), np.linalg.norm(Qn[i] - Q[b]))
-            if bad or not np.all(np.isfinite(Qn[i])) or near < 0.25 * d:
-                gaps.add((a, b))
-            else:
-                keep.append(i)
-                gaps.add((a, b))  # the edge is now split in two
+            if fate[i] == 2 and near < 0.25 * d:  # a corrected point slid to an end: a gap of the front
+                continue
+            keep.append(i)
         if keep:
             ki = torch.as_tensor(keep, device=ctx.device)
             SF = np.concatenate([SF, Fn[keep]])
-            SX = {n: torch.cat([t, rb.X[n].detach()[ki]]) for n, t in SX.items()}
+            SX = {n: torch.cat([t, Xk[n][ki]]) for n, t in SX.items()}
+        cost = max(1.0, (ev.count - spent0) / max(1, len(cand)))
         z, s = normalization(SF)
-        if bad:
-            break
     return FrontRun(
         evaluations=ev.count,
         iterations=k,
@@ -255,6 +322,80 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         refinements=refinements,
         solutions=int(SF.shape[0]),
         gaps=len(gaps),
+        predicted=predicted,
+        corrected=corrected,
         ideal=z.cpu().numpy().astype(np.float64),
         nadir=(z + s).cpu().numpy().astype(np.float64),
+        solution_F=SF,
     )
+
+
+def _continue(
+    rb: _Batch, z: torch.Tensor, s: torch.Tensor, archive: Any, S: np.ndarray, budget: int, o: Any, ctx: RunContext
+) -> tuple[np.ndarray, dict[str, torch.Tensor], np.ndarray | None, bool]:
+    """Predictor-corrector for one round of new points (the midpoints in `rb`).
+
+    Predictor: one evaluation at each midpoint. A predictor that a current solution (rows of S)
+    dominates is off the front (a gap, or a curved Pareto set): it is corrected by `refine_iters`
+    achievement steps. Of the others, a sample (`front_verify`, at least 2) is corrected too; when
+    no sampled correction strictly improves its predictor by more than `front_predict_tol` in every
+    normalized objective, the midpoints lie on the Pareto set and every other predictor is kept as it
+    is (one evaluation per new point), else every predictor of the round is corrected.
+    Returns (F, X, fate, bad): fate 0 = dropped, 1 = predictor kept, 2 = corrected; fate None when the
+    round ended early (bad: on non-finite objectives, else on the time limit).
+    """
+    from optlang.backends.multiobjective.common import cosine
+    from optlang.backends.multiobjective.metrics import compare_matrices
+
+    res = rb.evaluate(z, s, archive)
+    if res is None:
+        return np.zeros((0, 0)), {}, None, True
+    F0 = res[0].detach().cpu().numpy().astype(np.float64)
+    X0 = {n: t.detach().clone() for n, t in rb.X.items()}
+    n = F0.shape[0]
+    le, lt = compare_matrices(S, F0)
+    dom = (le & lt).any(0)
+    fate = np.where(dom, 0, 1)
+    F, X = F0.copy(), {k: v.clone() for k, v in X0.items()}
+    iters = o.refine_iters
+    if iters <= 0:
+        return F, X, fate, False
+    free = np.flatnonzero(~dom)
+    n_s = min(free.size, max(2, math.ceil(o.front_verify * free.size)))
+    sample = free[np.linspace(0, free.size - 1, n_s).round().astype(int)] if n_s else free
+    rb.descend(res[1], cosine(0, iters, 0.1))  # the first corrector step of every row (no evaluation)
+    sn = s.cpu().numpy().astype(np.float64)
+
+    def correct(rows: np.ndarray) -> bool:
+        """`iters` − 1 more steps and a final evaluation for `rows` (as many as the budget allows)."""
+        rows = rows[: max(0, (budget - rb.ev.count) // iters)]
+        if rows.size == 0:
+            return True
+        sub = rb.subset(rows)
+        for j in range(1, iters):
+            if ctx.should_stop():
+                return False
+            r = sub.step(z, s, cosine(j, iters, 0.1), archive)
+            if r is None:
+                return False
+        with torch.no_grad():
+            Fc = rb.ev(sub.X)[:, : rb.m].detach()
+        if not bool(torch.isfinite(Fc).all()):
+            return False
+        archive.add(Fc, sub.X)
+        F[rows] = Fc.cpu().numpy().astype(np.float64)
+        for k_, v in sub.X.items():
+            X[k_][torch.as_tensor(rows, device=v.device)] = v.detach()
+        fate[rows] = 2
+        return True
+
+    first = np.union1d(np.flatnonzero(dom), sample)
+    if not correct(first):
+        return F, X, None, not ctx.should_stop()
+    done = fate[sample] == 2
+    gain = ((F0[sample] - F[sample]) / sn).min(1)  # > 0: the correction strictly dominates its predictor
+    if bool(np.any(done & (gain > o.front_predict_tol))):
+        rest = np.setdiff1d(np.arange(n), first)
+        if not correct(rest):
+            return F, X, None, not ctx.should_stop()
+    return F, X, fate, False

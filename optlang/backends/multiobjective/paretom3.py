@@ -438,12 +438,17 @@ class ParetoM3Options:
     merit_tol: float = 1e-4  # u(x) ≤ merit_tol · (1 + max|F|) counts as weakly Pareto in the check
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
-    front_evals: int = 4000  # point-evaluation budget of the whole front (stage 0 gets at most 60 %); 0 = none
+    front_evals: int = 4000  # point-evaluation budget of the whole front; 0 = none
+    front_stage0: float = 0.6  # at most this fraction of front_evals goes to stage 0 (the rays)
     front_tol: float = 1e-4  # stage 0 ends when no achievement value moved more than this over 10 iterations
     front_resolution: float = 0.01  # refinement ends when every neighbour edge is shorter (normalized objectives)
     refine_iters: int = 3  # steps of each refinement point (all of a round as one batch)
     refine_lr: float = 0.25  # the refinement's Adam rate, as a fraction of front_lr
+    front_verify: float = 0.05  # fraction of kept midpoint predictors also corrected, to test the predictor
+    front_predict_tol: float = 1e-3  # a correction gaining more than this (normalized, every objective) corrects all
     front_lr: float = 0.08  # Adam rate of the rays (domain units)
+    front_beta1: float = 0.9  # the rays' Adam moment decays (a short second-moment memory converges faster)
+    front_beta2: float = 0.99
     front_scalar: str = "chebyshev"  # ray scalarization: "chebyshev" (augmented, smoothed) | "pbi" (d1 + θ d2)
     front_theta: float = 5.0  # PBI's penalty on the distance to the ray
     front_tau: float = 1e-3  # logsumexp smoothing of the Chebyshev achievement (normalized units)
@@ -640,6 +645,8 @@ class ParetoM3(Backend):
             "solutions": fr.solutions,
             "refinements": fr.refinements,
             "gaps": fr.gaps,
+            "predicted": fr.predicted,
+            "corrected": fr.corrected,
             "stage0_iterations": fr.stage0_iterations,
             "evaluations": int(fr.evaluations),
             "evaluation_unit": "one point evaluation = the objective vector at one point, with or without its gradient",
