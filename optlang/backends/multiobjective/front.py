@@ -158,7 +158,9 @@ def _edges(Q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
     except (QhullError, ValueError):  # too few or degenerate points: nearest neighbours instead
         _, J = cKDTree(Q).query(Q, k=min(k, n - 1) + 1)
         P = np.stack([np.repeat(np.arange(n), J.shape[1] - 1), J[:, 1:].ravel()], 1)
-    P = np.unique(np.sort(P, axis=1), axis=0)
+    P = np.sort(P, axis=1).astype(np.int64)
+    key = np.unique(P[:, 0] * n + P[:, 1])  # distinct pairs (a 1-D sort: rows of a 4-D mesh run to 10⁶)
+    P = np.stack([key // n, key % n], 1)
     P = P[P[:, 0] != P[:, 1]]
     d = np.linalg.norm(Q[P[:, 0]] - Q[P[:, 1]], axis=1)
     return [(int(a), int(b), float(e)) for (a, b), e in zip(P, d, strict=True)]
