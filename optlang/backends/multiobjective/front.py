@@ -1,4 +1,4 @@
-"""ParetoM³'s front mode: rays along reference directions, then refinement where the front has gaps.
+"""ParetoM³'s front mode: rays along reference directions, then continuation over a mesh of the front.
 
 Stage 0: K Das-Dennis directions w_k (any number of objectives) define rays from the ideal point
 z in the normalized objective space ((F − z)/s, s = nadir − ideal, both re-estimated from the
@@ -6,16 +6,22 @@ archive every 10 iterations). Each ray's point is the minimizer of the smoothed 
 achievement  τ·logsumexp_i(a_i/τ) + α Σ a_i,  a_i = (F_i − z_i)/(s_i w̃_ki),  w̃ = max(w, δ),
 which sits where the ray meets the front whatever its shape (convex, concave); all K run as one
 projected-Adam batch (one vmapped evaluation and one backward pass per iteration). Stage 0 ends
-when no achievement value moved more than `front_tol` over 10 iterations (or at `front_iters`).
+when no achievement value moved more than `front_tol` over 10 iterations (or at `front_iters`, at
+most `front_stage0` of the budget).
 
-Refinement (adaptation to the front's shape): the longest edges between neighbouring solutions
-(sorted order for 2 objectives, the m nearest neighbours otherwise) get a new point started at the
-midpoint of the two decision vectors with the ray through the midpoint of their objective vectors,
-run for `refine_iters` steps, all new points as one batch. A new point that lands within a quarter
-of the edge of an end (a gap of a disconnected front, or a degenerate piece) marks the edge as a gap
-and is not kept as a solution, so edges across gaps are not retried. Refinement stops when every
-remaining edge is shorter than `front_resolution` (normalized) — the front is then `converged` —
-or when the `front_evals` budget is spent (`iteration_limit`).
+Refinement (continuation along the front, adapted to its shape): the edges between neighbouring
+solutions — consecutive in f1 for 2 objectives, the Delaunay mesh of the solutions projected along
+(1, ..., 1) otherwise — are split at their midpoints, longest first, one midpoint per place (the two
+diagonals of a quadrilateral share one). Predictor: the midpoint of the two decision vectors, one
+evaluation. Corrector: `refine_iters` achievement steps along the ray through the midpoint of the two
+objective vectors, for the predictors that a current solution dominates (off the front: a gap or a
+curved Pareto set) and for a sample of the others (`front_verify`); when no sampled correction gains
+more than `front_predict_tol` the other predictors are kept as they are, so on a Pareto set that is
+flat between neighbours a new front point costs one evaluation. A corrected point that lands within
+a quarter of the edge of an end marks the edge as a gap (a disconnected front, or a degenerate
+piece) and is not kept. Refinement stops when every remaining edge is shorter than
+`front_resolution` (normalized) — the front is then `converged` — or when the `front_evals` budget is
+spent (`iteration_limit`).
 
 Every evaluated point enters the non-dominated archive; the archive is the returned front.
 """

@@ -15,7 +15,8 @@ gain: the weak-Pareto guard), with λˣ the Danskin multipliers of y (the min-no
 reduced gradients); ρ follows a geometric schedule kept in a band relative to ‖∇φ‖. Every
 `polish_every` iterations the best point is polished on the Pareto-critical system (polish.py)
 and the solve ends `converged` once that polish is stationary and passes the merit test. Without a
-preference, the front comes from front.py (rays along reference directions, refined at gaps).
+preference, the front comes from front.py (rays along reference directions, then predictor-corrector
+continuation over a mesh of the front).
 """
 
 from __future__ import annotations
