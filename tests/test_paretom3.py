@@ -352,6 +352,10 @@ def test_refusals_limits_and_divergence() -> None:
         backend.make_options({"rho": 3})
     with pytest.raises(OptionError, match="guard"):
         backend.solve(problem, ParetoM3Options(guard="maybe"), RunContext(seed=0))
+    front = zdt_problem(1, 4)
+    for bad_opt in ({"front_stage0": 0.0}, {"front_stage0": 1.5}, {"front_verify": -0.1}, {"front_beta2": 1.0}):
+        with pytest.raises(OptionError, match="front_"):
+            backend.solve(front, backend.make_options(bad_opt), RunContext(seed=0))
 
 
 # ----------------------------------------------------------------------------- documented examples, end to end

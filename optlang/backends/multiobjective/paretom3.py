@@ -448,7 +448,7 @@ class ParetoM3Options:
     front_verify: float = 0.05  # fraction of kept midpoint predictors also corrected, to test the predictor
     front_predict_tol: float = 1e-3  # a correction gaining more than this (normalized, every objective) corrects all
     front_lr: float = 0.08  # Adam rate of the rays (domain units)
-    front_beta1: float = 0.9  # the rays' Adam moment decays (a short second-moment memory converges faster)
+    front_beta1: float = 0.9  # the rays' Adam moment decays (0.5 / 0.9 converge DTLZ2 faster, lose DTLZ7 pieces)
     front_beta2: float = 0.99
     front_scalar: str = "chebyshev"  # ray scalarization: "chebyshev" (augmented, smoothed) | "pbi" (d1 + θ d2)
     front_theta: float = 5.0  # PBI's penalty on the distance to the ray
@@ -487,6 +487,12 @@ class ParetoM3(Backend):
             raise OptionError(
                 "front_scalar", f"front_scalar must be 'chebyshev' or 'pbi', not {options.front_scalar!r}"
             )
+        if not 0 < options.front_stage0 <= 1:
+            raise OptionError("front_stage0", "front_stage0 must be a fraction in (0, 1]")
+        if not 0 <= options.front_verify <= 1:
+            raise OptionError("front_verify", "front_verify must be a fraction in [0, 1]")
+        if not (0 <= options.front_beta1 < 1 and 0 <= options.front_beta2 < 1):
+            raise OptionError("front_beta1", "front_beta1 and front_beta2 must be in [0, 1)")
         if options.guard not in ("dominance", "hinge", "none"):
             raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
         torch.manual_seed(ctx.seed)
