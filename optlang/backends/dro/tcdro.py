@@ -137,7 +137,9 @@ class TCDRO(Backend):
                 return RawSolution(Status.ERROR, {}, info={"error": "wasserstein needs a linear-residual loss"})
             lin = problem.linear
             if amb.p == 1 and lin.loss == "square" and amb.radius > 0:
-                return self._wasserstein_square_p1(problem, ctx)
+                raw = self._wasserstein_square_p1(problem, ctx)
+                _record_selection(raw.info, selection)
+                return raw
 
             def make_objective(dtype: Any) -> Any:
                 return WassersteinLinearObjective(lin, amb.radius, amb.p, ctx.device, dtype)
@@ -165,11 +167,7 @@ class TCDRO(Backend):
             problem, out.values, o.regions, o.radius_rule, o.region_weights, o.outer_radius
         )
         info["solver"] = out.solver
-        if selection is not None:
-            info["auto"] = selection
-            keys = [k for k in selection["chosen"] if k in selection["parameters"] or k == "outer_radius"]
-            chosen = ", ".join(f"{k} {selection['chosen'][k]:g}" for k in keys)
-            info["auto_choice"] = f"{chosen}, {selection['method'].split(' ')[0]}"
+        _record_selection(info, selection)
         status = out.status
         if not np.isfinite(value):
             status = Status.DIVERGED
@@ -224,3 +222,13 @@ class TCDRO(Backend):
         )
         ctx.report(value)
         return RawSolution(Status.OPTIMAL, values, objective=value, info=info, checks=checks, history=list(ctx.history))
+
+
+def _record_selection(info: dict[str, Any], selection: dict[str, Any] | None) -> None:
+    """The validation record of `auto` parameters (dro_auto.select) in the solution's info."""
+    if selection is None:
+        return
+    info["auto"] = selection
+    keys = [k for k in selection["chosen"] if k in selection["parameters"] or k == "outer_radius"]
+    chosen = ", ".join(f"{k} {selection['chosen'][k]:g}" for k in keys)
+    info["auto_choice"] = f"{chosen}, {selection['method'].split(' ')[0]}"
