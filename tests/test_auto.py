@@ -122,9 +122,9 @@ def test_outer_radius_auto_option_and_refused_options() -> None:
     ).solve()
     assert r.ok and r.info["auto"]["parameters"] == ["outer_radius"]
     assert {c["outer_radius"] for c in r.info["auto"]["candidates"]} == {0.1, 1.0}
-    with pytest.raises(OptionError) as e:
-        optlang.parse(model("chi2(radius = 0.1)", "solver tcdro { lr = auto in [0.1, 1] }\n")).solve()
-    assert "cannot be chosen by validation" in e.value.message
+    with pytest.raises(OptionError) as e:  # a string option: `auto in [...]` chooses numbers only
+        optlang.parse(model("chi2(radius = 0.1)", "solver tcdro { regions = auto in [0.1, 1] }\n")).solve()
+    assert "is not a number" in e.value.message and e.value.span.line == 6
 
 
 # ----------------------------------------------------------------------------- Wasserstein radii

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optlang.backends.autotune import folds
 from optlang.backends.dro.common import Regions, make_regions, robust_value, single_region
 from optlang.lazy import lazy_module
 from optlang.problem import DROProblem, LinearResidual
@@ -232,16 +233,6 @@ def member_regions(
     assert targets is not None
     y = targets if idx is None else targets[idx]
     return make_regions(y, bins, radius, edges=amb.edges, scheme=o.regions, rule=o.radius_rule)
-
-
-def folds(n: int, how: str, k: int, val_frac: float, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(train, validation) index pairs: K seeded folds, or one seeded holdout."""
-    perm = np.random.default_rng(90_000 + seed).permutation(n)
-    if how == "holdout":
-        n_val = max(1, int(round(val_frac * n)))
-        return [(np.sort(perm[n_val:]), np.sort(perm[:n_val]))]
-    parts = np.array_split(perm, k)
-    return [(np.sort(np.concatenate(parts[:i] + parts[i + 1 :])), np.sort(parts[i])) for i in range(k)]
 
 
 def candidates(problem: DROProblem, options: Any) -> list[dict[str, float]]:

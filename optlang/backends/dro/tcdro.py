@@ -66,19 +66,15 @@ class TCDRO(Backend):
     preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def make_options(self, given: Any) -> TCDROOptions:
-        """As the base, plus `outer_radius = auto [in [...]]`: kept aside as `_auto` for dro_auto."""
+        """As the base, plus `outer_radius = auto [in [...]]`: kept aside as `_auto` for dro_auto (a
+        model quantity, chosen in the batched validation); other numeric options given as `auto`
+        (`lr`, ...) are the base's (backends/autotune.py)."""
         from optlang.problem import AUTO_GRIDS, Auto
 
         given = dict(given)
         auto: dict[str, tuple[float, ...]] = {}
         for key, value in list(given.items()):
-            if isinstance(value, Auto) or (value == "auto" and key in AUTO_OPTIONS):
-                if key not in AUTO_OPTIONS:
-                    raise OptionError(
-                        key,
-                        f"option '{key}' of '{self.name}' cannot be chosen by validation",
-                        hint=f"auto applies to {', '.join(AUTO_OPTIONS)} and to the ambiguity's radius and bins",
-                    )
+            if key in AUTO_OPTIONS and (isinstance(value, Auto) or value == "auto"):
                 cands = value.candidates if isinstance(value, Auto) and value.candidates else AUTO_GRIDS[key]
                 auto[key] = tuple(sorted(set(float(c) for c in cands)))
                 del given[key]
