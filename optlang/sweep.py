@@ -6,7 +6,8 @@ then solves all of them together: the variables get a leading batch axis, the ob
 `torch.func.vmap` call over the stacked variables and the swept constants, and `batched.lbfgs`
 steps every point with its own curvature pairs and line search (float64). Kinds batched today:
 `smooth` (unconstrained, free variables) and `dro` (chi2, kl, target_conditional through tcdro's
-exact duals per point; radius and bins may be swept). Every other model — another kind, variable
+exact duals per point; radius and bins may be swept), and the kinds registered in `BATCHED_KINDS`
+with their own batched module (bilevel: batched SDBPG, `batched_bilevel.py`). Every other model — another kind, variable
 domains, constraints, points whose shapes differ — runs point by point on an executor, and the
 sweep's `plan` says why. Either way each point is re-verified like a single solve (the Result's
 float64 recomputation from that point's model).
@@ -271,9 +272,10 @@ def _cannot_batch(models: list[Any], backend: str | None) -> str | None:
     if m.kind in BATCHED_KINDS:
         import importlib
 
-        return importlib.import_module(BATCHED_KINDS[m.kind]).cannot_batch(models, backend)  # type: ignore[no-any-return]
+        return importlib.import_module(BATCHED_KINDS[m.kind]).cannot_batch(models, backend)
     if m.kind not in ("smooth", "dro"):
-        return f"kind {m.kind} has no batched solver yet (batched kinds: smooth, dro)"
+        kinds = ", ".join(["smooth", "dro", *BATCHED_KINDS])
+        return f"kind {m.kind} has no batched solver yet (batched kinds: {kinds})"
     if backend not in (None, "", "auto", "tcdro" if m.kind == "dro" else "gd"):
         return f"backend '{backend}' was named; the batched solver replaces tcdro (dro) / gd (smooth) only"
     if any(v.domain != "free" for v in m.form.variables):

@@ -336,39 +336,39 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
             if conv.any():
                 end(conv, Status.CONVERGED)
     out = []
-    for b, p in enumerate(problems):
-        st = status[b] or Status.ITERATION_LIMIT
-        xb = best_x[b] if st == Status.DIVERGED else x[b]
+    for i, p in enumerate(problems):
+        st = status[i] or Status.ITERATION_LIMIT
+        xb = best_x[i] if st == Status.DIVERGED else x[i]
         values = flat.to_numpy(xb)
         nx_b = float(torch.linalg.vector_norm(xb))
-        lf, lg = float(Lf[b]), float(Lg[b])
+        lf, lg = float(Lf[i]), float(Lg[i])
 
         def floor_b(lam: float, lf: float = lf, lg: float = lg, nx: float = nx_b) -> float:
             return 2.0 * eps * (lf + lam * lg) * nx
 
-        stats, checks = certificate(p, flat, values, tol, o.tol_g, float(g0_norm[b]), floor=floor_b)
+        stats, checks = certificate(p, flat, values, tol, o.tol_g, float(g0_norm[i]), floor=floor_b)
         if st == Status.CONVERGED and not checks["lower_stationary"][0]:
             st = Status.FEASIBLE  # as sdbpg: the float64 full check overrules the loop's test
         info: dict[str, Any] = {
             "variant": o.variant,
             "perturbation": o.perturbation,
             "lower_reached": bool(checks["lower_stationary"][0] and checks.get("lower_gap", (True, ""))[0]),
-            "lam_max": float(lam_max[b]),
-            "lam_level": float(Lam[b]),
-            "phases": int(phases[b]),
-            "rollbacks": int(rollbacks[b]),
+            "lam_max": float(lam_max[i]),
+            "lam_level": float(Lam[i]),
+            "phases": int(phases[i]),
+            "rollbacks": int(rollbacks[i]),
             "L_f": lf,
             "L_g": lg,
             **stats,
         }
-        if notes[b]:
-            info["note"] = notes[b]
+        if notes[i]:
+            info["note"] = notes[i]
         out.append(
             RawSolution(
                 status=st,
                 values=values,
                 objective=stats.get("f"),
-                iterations=int(t[b]),
+                iterations=int(t[i]),
                 info=jsonable(info),
                 checks=checks,
             )
