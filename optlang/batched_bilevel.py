@@ -61,35 +61,43 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
     )
 
     slices = [(v.name, tuple(v.shape), a, b) for v, a, b in bb.FlatVars(variables).slices]
-    names_u, names_l = list(upper.consts), list(lower.consts)
-    consts = tuple(upper.consts[k] for k in names_u) + tuple(lower.consts[k] for k in names_l)
-    nu = len(names_u)
+    d = sum(v.size for v in variables)
+    # the swept constants of both levels, flattened into one (B, K) block beside the two iterates:
+    # vmap then maps ONE tensor (its per-call cost grows with the number of inputs)
+    parts = [("u", k, c) for k, c in upper.consts.items()] + [("l", k, c) for k, c in lower.consts.items()]
+    B = len(models)
+    block = torch.cat([c.reshape(B, -1) for _, _, c in parts], 1) if parts else torch.zeros(B, 0, dtype=torch.float64)
+    where, pos = [], 2 * d
+    for side, k, c in parts:
+        n = int(c[0].numel())
+        where.append((side, k, tuple(c.shape[1:]), pos, pos + n))
+        pos += n
 
-    def both(zf: torch.Tensor, zg: torch.Tensor, c: tuple[torch.Tensor, ...]) -> torch.Tensor:
-        vf = {name: zf[a:b].reshape(shape) for name, shape, a, b in slices}
-        vg = {name: zg[a:b].reshape(shape) for name, shape, a, b in slices}
-        f = upper.single({**vf, **dict(zip(names_u, c[:nu], strict=True))})
-        g = lower.single({**vg, **dict(zip(names_l, c[nu:], strict=True))})
-        return torch.stack([f, g])
+    def both(row: torch.Tensor) -> torch.Tensor:
+        vf = {name: row[a:b].reshape(shape) for name, shape, a, b in slices}
+        vg = {name: row[d + a : d + b].reshape(shape) for name, shape, a, b in slices}
+        for side, k, shape, a, b in where:
+            (vf if side == "u" else vg)[k] = row[a:b].reshape(shape)
+        return torch.stack([upper.single(vf), lower.single(vg)])
 
     batched = torch.func.vmap(both)
     vectorized = True
 
     def levels(zf: torch.Tensor, zg: torch.Tensor) -> torch.Tensor:
         nonlocal vectorized
+        packed = torch.cat([zf, zg, block.to(zf.dtype)], 1)
         if vectorized:
             try:
-                return batched(zf, zg, consts)
+                return batched(packed)
             except (RuntimeError, NotImplementedError):  # an atom without a batching rule: rows one by one
                 vectorized = False
-        return torch.stack([both(zf[i], zg[i], tuple(c[i] for c in consts)) for i in range(zf.shape[0])])
+        return torch.stack([both(packed[i]) for i in range(packed.shape[0])])
 
     try:
         raws = bb.solve_batch(problems, levels, options, ctx)
     except bb.NotBatchable as e:
         raise NotBatchable(str(e)) from None
     t_solve = time.perf_counter() - t0
-    B = len(models)
     the_plan = models[0].plan()
     results = []
     for b, (m, c, raw) in enumerate(zip(models, compiled, raws, strict=True)):

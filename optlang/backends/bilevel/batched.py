@@ -292,8 +292,8 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
         slot = wpos % WINDOW
         window[rows, slot] = np.where(go, r2, window[rows, slot])
         wpos = np.where(go, wpos + 1, wpos)
-        with np.errstate(invalid="ignore"):
-            lvl = np.sqrt(np.maximum(np.nanmean(window, 1), 0.0))
+        filled = np.minimum(wpos, WINDOW)  # entries in the window since its reset
+        lvl = np.sqrt(np.maximum(np.where(filled > 0, np.nansum(window, 1) / np.maximum(filled, 1), np.nan), 0.0))
         better = go & (lvl < 0.9 * st_best)
         st_best = np.where(better, lvl, st_best)
         st_best_t = np.where(better, t, st_best_t)
