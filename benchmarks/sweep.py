@@ -6,8 +6,10 @@
 
 speed: for each kind, the same .opt solved at every point of a 64-point path (ridge weight of a
 least-squares model — kind smooth; the χ² radius and the target-conditional radius of a linear
-DRO regression — kind dro) once as `Model.sweep` (one batched problem) and once as 64 separate
-in-process solves (`optlang.parse(text, params=point).solve()`, planned backend: gd / tcdro).
+DRO regression — kind dro; the upper-level weight of a min-norm simple bilevel model — kind bilevel)
+once as `Model.sweep` (one batched problem) and once as 64 separate in-process solves
+(`optlang.parse(text, params=point).solve()`, planned backend: gd / tcdro / sdbpg; the bilevel row's
+separate solves in float64 like its batched one). `--rows bilevel` runs only the rows matching.
 Both sides include lowering each point and verifying each Result. Prints wall time, the ratio and
 the accuracy: the largest relative objective difference between the two, how many points the
 batched solve reached an objective at least as low (minimization) up to 1e-9 relative, and the
@@ -31,6 +33,7 @@ ERM; the goal: tail ≤ 0.8 × ERM with MSE ≤ 1.25 × ERM. The test part never
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -43,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import optlang  # noqa: E402
-from optlang import metrics  # noqa: E402
+from optlang.backends.dro import metrics  # noqa: E402
 
 DATASETS = ("boston", "concrete", "forestfires_area", "forestfires_logarea", "cpus", "bikeshare", "synthetic")
 
@@ -77,7 +80,21 @@ minimize robust mean((X @ w + b - y)^2) within target_conditional(chi2, radius =
         "r",
         np.logspace(-2, 0.5, 64),
     ),
+    "bilevel (upper weight, sdbpg)": (
+        """param A = randn(4, 12, seed = 1)
+param b = randn(4, seed = 2)
+param x0 = randn(12, seed = 3)
+param lam = 1
+var x[12]
+minimize 0.5 * sumsq(x - lam * x0)
+subject to { x in argmin 0.5 * sumsq(A @ x - b) }""",
+        "lam",
+        np.logspace(-1, 0, 64),
+    ),
 }
+# options of the separate solves of a row: the batched bilevel sweep runs in float64, so its
+# separate solves do too (same accuracy; sdbpg's float32 default stalls on this model's KKT test)
+SINGLE_OPTIONS: dict[str, dict[str, str]] = {"bilevel (upper weight, sdbpg)": {"dtype": "float64"}}
 
 AUTO_MODEL = """data D = load("train.csv", target = "y")
 var w[D.p]
@@ -92,7 +109,7 @@ solver erm {}
 """
 
 
-def speed(points: int) -> None:
+def speed(points: int, rows: str = "") -> None:
     print(f"## {points}-point paths: one batched sweep vs {points} separate in-process solves (shared 2-core machine)")
     print(
         "| kind (swept) | sweep s | separate s | ratio | max rel. objective diff | batched ≤ separate "
@@ -100,15 +117,19 @@ def speed(points: int) -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for label, (text, name, values) in SPEED_MODELS.items():
+        if rows and rows not in label:
+            continue
         values = values[:points] if points <= len(values) else np.logspace(-2, 0.5, points)
         model = optlang.parse(text)
         model.sweep({name: values[:2]})  # warm-up: imports and torch kernels, for both sides
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         sw = model.sweep({name: values})
-        t_sweep = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        singles = [optlang.parse(text, params={name: float(v)}).solve(seed=0) for v in values]
-        t_sep = time.perf_counter() - t0
+        t_sweep, c_sweep = time.perf_counter() - t0, time.process_time() - c0
+        opts = SINGLE_OPTIONS.get(label, {})
+        optlang.parse(text).solve(seed=0, max_iter=2, **opts)  # warm-up of the single solve's imports
+        t0, c0 = time.perf_counter(), time.process_time()
+        singles = [optlang.parse(text, params={name: float(v)}).solve(seed=0, **opts) for v in values]
+        t_sep, c_sep = time.perf_counter() - t0, time.process_time() - c0
         a = np.array([r.objective for r in sw.results])
         b = np.array([r.objective for r in singles])
         rel = np.abs(a - b) / np.maximum(1.0, np.abs(b))
@@ -120,6 +141,9 @@ def speed(points: int) -> None:
             f"| {max(excess, 0.0):.1e} | {'yes' if ok else 'no'} |"
         )
         print(f"<!-- {sw.plan} -->")
+        load = " ".join(f"{v:.1f}" for v in os.getloadavg())
+        cpu = f"sweep {c_sweep:.2f} s, separate {c_sep:.2f} s (ratio {c_sep / c_sweep:.1f}×)"
+        print(f"<!-- CPU time: {cpu}; load average {load} -->")
 
 
 def split(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
@@ -192,10 +216,11 @@ def main() -> None:
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--split-seed", type=int, default=1000)
+    ap.add_argument("--rows", default="", help="speed: only the rows whose label contains this (e.g. bilevel)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.only in (None, "speed"):
-        speed(args.points)
+        speed(args.points, args.rows)
     if args.only in (None, "auto"):
         auto_table([d for d in args.datasets.split(",") if d], args.splits, args.split_seed)
 

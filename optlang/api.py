@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from optlang.analysis import Form
-from optlang.backends import registry
+from optlang.backends import autotune, registry
 from optlang.backends.base import COMMON_OPTIONS, RawSolution, RunContext, Status, interrupt_to_flag
 from optlang.backends.stopping import stop_reason
 from optlang.compiler import Compiled, classify, compile_problem
@@ -295,7 +295,11 @@ class Model:
         try:
             p = plan(self.form, name or "auto", span, time_limit)
             if solver and solver.name in ("auto", p.chosen):
-                self._backend_options(p.chosen, solver.options)
+                auto = autotune.auto_of(self._backend_options(p.chosen, solver.options))
+                if auto:
+                    p = replace(
+                        p, auto_options=tuple(auto), auto_note=autotune.describe(auto, self.form, self.compiled.problem)
+                    )
             return p
         except OptlangError as e:
             if e.code in ("E802", "E804"):
@@ -509,7 +513,7 @@ class Model:
         with interrupt_to_flag(ctx), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                raw = b.solve(compiled.problem, backend_options, ctx)
+                raw = autotune.solve(b, compiled.problem, backend_options, ctx)  # `auto` options first
             except OptlangError:
                 raise
             except KeyboardInterrupt:

@@ -70,7 +70,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         for m, c in zip(models, compiled, strict=True):
             given = dict(m.ir.solver.options) if m.ir.solver and m.ir.solver.name in ("auto", "tcdro") else {}
             o = backend.make_options({k: v for k, v in given.items() if k not in COMMON_OPTIONS})
-            if getattr(o, "_auto", None):
+            if getattr(o, "_auto", None) or getattr(o, "_auto_options", None):
                 raise NotBatchable("auto options inside a sweep")
             if o.batch_size or c.problem.n_samples > o.full_batch_max:
                 raise NotBatchable("minibatch training (a sample set above full_batch_max)")

@@ -246,6 +246,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "candidates": [
                 {"name": c.name, "accepted": c.accepted, "reason": c.reason, "auto": c.auto} for c in p.candidates
             ],
+            "auto_options": {"options": list(p.auto_options), "note": p.auto_note},
         }
         write_stdout(json.dumps(doc, indent=2))
         return EXIT_OK
@@ -261,6 +262,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         t.add_row(mark, c.name, escape(why))  # escape: "[cvxpy]" in a refusal is text, not rich markup
     con.print(t)
     con.print(f"chosen: [bold]{p.chosen}[/bold]" + (" (forced)" if p.forced else ""))
+    if p.auto_options:
+        con.print(f"auto options: {escape(p.auto_note)}")
     return EXIT_OK
 
 

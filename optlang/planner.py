@@ -108,6 +108,8 @@ class Plan:
     candidates: list[Candidate] = field(default_factory=list)
     form: Form | None = None
     forced: bool = False
+    auto_options: tuple[str, ...] = ()  # the chosen backend's options given as `auto` (backends/autotune.py)
+    auto_note: str = ""  # their candidates and how they are chosen
 
     def __repr__(self) -> str:
         accepted = [c.name for c in self.candidates if c.accepted]
@@ -132,6 +134,8 @@ class Plan:
             lines.append(f"model: {self.form.describe()}")
         how = "forced" if self.forced else "chosen"
         lines.append(f"{how}: {self.chosen}")
+        if self.auto_options:
+            lines.append(f"auto options: {self.auto_note}")
         for c in self.candidates:
             mark = "✓" if c.accepted else "✗"
             note = "" if c.auto or not c.accepted else " (baseline; used only when named)"

@@ -6,7 +6,8 @@ then solves all of them together: the variables get a leading batch axis, the ob
 `torch.func.vmap` call over the stacked variables and the swept constants, and `batched.lbfgs`
 steps every point with its own curvature pairs and line search (float64). Kinds batched today:
 `smooth` (unconstrained, free variables) and `dro` (chi2, kl, target_conditional through tcdro's
-exact duals per point; radius and bins may be swept). Every other model — another kind, variable
+exact duals per point; radius and bins may be swept), and the kinds registered in `BATCHED_KINDS`
+with their own batched module (bilevel: batched SDBPG, `batched_bilevel.py`). Every other model — another kind, variable
 domains, constraints, points whose shapes differ — runs point by point on an executor, and the
 sweep's `plan` says why. Either way each point is re-verified like a single solve (the Result's
 float64 recomputation from that point's model).
@@ -33,6 +34,13 @@ from optlang.errors import OptionError
 from optlang.result import Result
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+
+# kinds batched by their own module beside smooth and dro (batched_solve): kind -> module with
+# `cannot_batch(models, backend) -> str | None` and `solve(models, seed, max_iter) -> (results, note)`
+# (raising batched_solve.NotBatchable); one line per kind
+BATCHED_KINDS: dict[str, str] = {
+    "bilevel": "optlang.batched_bilevel",
+}
 
 
 # ----------------------------------------------------------------------------- the grid
@@ -212,10 +220,14 @@ def run_sweep(
     t_lower = time.perf_counter() - t0
     why = _cannot_batch(models, backend) if batch else "batching turned off"
     if why is None:
+        import importlib
+
         from optlang import batched_solve
 
+        kind = models[0].kind
+        solver = importlib.import_module(BATCHED_KINDS[kind]) if kind in BATCHED_KINDS else batched_solve
         try:
-            results, note = batched_solve.solve(models, seed=seed, max_iter=max_iter)
+            results, note = solver.solve(models, seed=seed, max_iter=max_iter)
             t = time.perf_counter() - t0
             return SweepResult(points, results, f"batched: {note}", True, {"lower": t_lower, "total": t})
         except batched_solve.NotBatchable as e:
@@ -239,7 +251,7 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
         return optlang.parse(src.text, base_dir=src.base_dir, params={**params, **p}, data=data, path=src.path)
 
     first = full(points[0])
-    if first.kind not in ("smooth", "dro"):
+    if first.kind not in ("smooth", "dro", *BATCHED_KINDS):
         return [first] + [full(p) for p in points[1:]]
     tree = parse_tree(src)
     out = [first]
@@ -257,8 +269,13 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
 
 def _cannot_batch(models: list[Any], backend: str | None) -> str | None:
     m = models[0]
+    if m.kind in BATCHED_KINDS:
+        import importlib
+
+        return importlib.import_module(BATCHED_KINDS[m.kind]).cannot_batch(models, backend)
     if m.kind not in ("smooth", "dro"):
-        return f"kind {m.kind} has no batched solver yet (batched kinds: smooth, dro)"
+        kinds = ", ".join(["smooth", "dro", *BATCHED_KINDS])
+        return f"kind {m.kind} has no batched solver yet (batched kinds: {kinds})"
     if backend not in (None, "", "auto", "tcdro" if m.kind == "dro" else "gd"):
         return f"backend '{backend}' was named; the batched solver replaces tcdro (dro) / gd (smooth) only"
     if any(v.domain != "free" for v in m.form.variables):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import optlang
@@ -46,8 +47,8 @@ def test_omitted_radius_means_auto() -> None:
 @pytest.mark.parametrize(
     "amb, words",
     [
-        ("wasserstein(p = 2)", "needs radius"),
-        ("wasserstein(radius = auto)", "cannot choose"),
+        ("wasserstein(radius = 0.1, p = auto)", "cannot choose 'p'"),
+        ("chi2(radius = 0.1, bins = auto)", "has no argument 'bins'"),
         ("chi2(radius = 0.1 in [0.1, 0.2])", "candidates of `auto` only"),
         ("chi2(radius = auto in 0.1)", "non-empty list"),
         ("chi2(radius = auto in [-1, 0.1])", "non-negative"),
@@ -120,6 +121,83 @@ def test_outer_radius_auto_option_and_refused_options() -> None:
     ).solve()
     assert r.ok and r.info["auto"]["parameters"] == ["outer_radius"]
     assert {c["outer_radius"] for c in r.info["auto"]["candidates"]} == {0.1, 1.0}
-    with pytest.raises(OptionError) as e:
-        optlang.parse(model("chi2(radius = 0.1)", "solver tcdro { lr = auto in [0.1, 1] }\n")).solve()
-    assert "cannot be chosen by validation" in e.value.message
+    with pytest.raises(OptionError) as e:  # a string option: `auto in [...]` chooses numbers only
+        optlang.parse(model("chi2(radius = 0.1)", "solver tcdro { regions = auto in [0.1, 1] }\n")).solve()
+    assert "is not a number" in e.value.message and e.value.span.line == 6
+
+
+# ----------------------------------------------------------------------------- Wasserstein radii
+WASS = """data D = load("train.csv", target = "y")
+var w[3]
+var b
+minimize robust mean({LOSS}) within {AMB}
+"""
+
+
+@pytest.fixture()
+def wass_dir(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((200, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.standard_normal(200) ** 3
+    np.savetxt(tmp_path / "train.csv", np.c_[X, y], delimiter=",", header="a,b,c,y", comments="")
+    return tmp_path
+
+
+def wass(d, amb: str, loss: str = "(D.X @ w + b - D.y)^2", solver: str = ""):
+    return optlang.parse(WASS.replace("{LOSS}", loss).replace("{AMB}", amb) + solver, base_dir=d)
+
+
+def test_wasserstein_omitted_radius_is_auto(wass_dir) -> None:
+    m = wass(wass_dir, "wasserstein(p = 2)")
+    assert m.ir.objective.ambiguity.auto == {"radius": AUTO_GRIDS["radius"]} and m.form.auto == ("radius",)
+    assert m.plan().chosen == "tcdro"
+    with pytest.raises(PlanError):
+        m.plan("dro-cvxpy")
+
+
+@pytest.mark.parametrize("loss", ["(D.X @ w + b - D.y)^2", "abs(D.X @ w + b - D.y)"])
+def test_wasserstein_auto_radius_by_validation_equals_the_fixed_solve(wass_dir, loss: str) -> None:
+    m = wass(wass_dir, "wasserstein(radius = auto in [0.3, 0.01, 3], p = 2)", loss)
+    r = m.solve(seed=2)
+    assert r.ok, [c for c in r.checks if not c.passed]
+    a = r.info["auto"]
+    assert a["parameters"] == ["radius"] and "5-fold" in a["method"]
+    assert [c["radius"] for c in a["candidates"]] == [0.01, 0.3, 3.0]
+    assert a["batch"]["members"] == 5 * 4 and a["batch"]["converged"] == 20
+    ok = [c for c in a["candidates"] if c["admissible"]]
+    assert ok and a["chosen"]["radius"] == min(ok, key=lambda c: c["val_tail"])["radius"]
+    # a radius of 3 shrinks w hard: its held-out loss is worse than ERM's by far (not admissible)
+    assert not a["candidates"][2]["admissible"]
+    fixed = wass(wass_dir, f"wasserstein(radius = {a['chosen']['radius']}, p = 2)", loss).solve(seed=2)
+    assert r.objective == pytest.approx(fixed.objective, rel=1e-6)
+
+
+def test_wasserstein_square_p1_auto_keeps_the_record(wass_dir) -> None:
+    r = wass(wass_dir, "wasserstein()").solve()  # p = 1, square: w = 0 for every radius > 0
+    assert r.ok and r.info["auto"]["chosen"]["radius"] in AUTO_GRIDS["radius"]
+    assert np.allclose(r.values["w"], 0.0)
+
+
+def test_wasserstein_batch_objective_equals_the_closed_form(wass_dir) -> None:
+    import torch
+
+    from optlang.backends.dro.auto import Member, wasserstein_batch_objective
+    from optlang.backends.dro.common import single_region, wasserstein_linear_value
+
+    m = wass(wass_dir, "wasserstein(radius = 0.1, p = 2)")
+    p = m.compiled.problem
+    lin = p.linear
+    n = p.n_samples
+    idx = np.arange(0, n, 2)
+    members = [Member(idx, single_region(idx.size, rad), "wasserstein", "robust", 0.0) for rad in (0.1, 0.7)]
+    fn = p.loss.compile("cpu", torch.float64)
+    w = np.array([[0.5, -1.0, 0.2], [1.0, 0.3, -0.4]])
+    b = np.array([0.1, -0.2])
+    vals = {"w": torch.as_tensor(w), "b": torch.as_tensor(b)}
+    obj = wasserstein_batch_objective(
+        lambda v, rows: torch.stack([fn({k: t[i] for k, t in v.items()}) for i in range(2)]), members, n, lin, 2
+    )
+    got = obj(vals, torch.arange(2)).numpy()
+    for i, rad in enumerate((0.1, 0.7)):
+        res = lin.X[idx] @ w[i] + b[i] - lin.y[idx]
+        assert got[i] == pytest.approx(wasserstein_linear_value(res, float(np.linalg.norm(w[i])), rad, 2, "square"))

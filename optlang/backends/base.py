@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from optlang.errors import OptionError
+from optlang.problem import Auto
 from optlang.result import Status  # re-exported: backends import it with the rest of their API from here
 
 if TYPE_CHECKING:
@@ -259,8 +260,10 @@ class Backend(ABC):
 
     # --- options
     def make_options(self, given: Mapping[str, Any]) -> Any:
-        """Build the Options dataclass from a solver block / API dict; unknown keys are errors."""
+        """Build the Options dataclass from a solver block / API dict; unknown keys are errors; numeric
+        options given as `auto` are kept aside for backends/autotune.py."""
         fields = {f.name: f for f in dataclasses.fields(self.Options)}
+        given, auto = split_auto_options(self.name, fields, given)  # numeric options given as `auto`
         kwargs: dict[str, Any] = {}
         for key, value in given.items():
             if key in COMMON_OPTIONS:
@@ -273,11 +276,14 @@ class Backend(ABC):
                     else ("options: " + ", ".join(sorted(list(fields) + list(COMMON_OPTIONS))))
                 )
                 raise OptionError(key, f"backend '{self.name}' has no option '{key}'", hint=hint)
-            kwargs[key] = _coerce(value, fields[key], key, self.name)
-        return self.Options(**kwargs)
+            kwargs[key] = coerce_option(value, fields[key], key, self.name)
+        opts = self.Options(**kwargs)
+        if auto:
+            setattr(opts, AUTO_KEY, auto)  # chosen by backends/autotune.solve before the final solve
+        return opts
 
 
-def _coerce(value: Any, f: dataclasses.Field, key: str, backend: str) -> Any:
+def coerce_option(value: Any, f: dataclasses.Field, key: str, backend: str) -> Any:
     """Check an option value against the field's declared type (int, float, str, bool, or X | None)."""
     ann = (f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))).replace(" ", "")
     optional = ann.endswith("|None")
@@ -298,3 +304,63 @@ def _coerce(value: Any, f: dataclasses.Field, key: str, backend: str) -> Any:
     if ann == "str" and not isinstance(value, str):
         raise OptionError(key, f"option '{key}' of '{backend}' must be a string, got {value!r}")
     return value
+
+
+# ----------------------------------------------------------------------------- `auto` options
+# numeric options given as `auto` (docs/language.md §6) are kept aside under this attribute of the
+# Options instance; backends/autotune.py chooses them before the final solve
+AUTO_KEY = "_auto_options"
+AUTO_FACTORS = (0.1, 1.0, 10.0)  # default candidates of a float option: its default times these
+
+
+def numeric_kind(f: dataclasses.Field) -> str | None:
+    """'int' or 'float' for a numeric Options field (optionally `| None`), else None."""
+    ann = (f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))).replace(" ", "")
+    ann = ann.removesuffix("|None")
+    return ann if ann in ("int", "float") else None
+
+
+def default_auto_grid(backend: str, key: str, f: dataclasses.Field) -> tuple[float, ...]:
+    """The documented default candidates of a numeric option: d/10, d, 10·d (float), d//2, d, 2·d (int)."""
+    d = f.default
+    kind = numeric_kind(f)
+    if isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0:
+        if kind == "int" and d >= 1:
+            return tuple(sorted({max(1, int(d) // 2), int(d), 2 * int(d)}))
+        if kind == "float":
+            return tuple(float(f"{float(d) * c:.12g}") for c in AUTO_FACTORS)
+    raise OptionError(
+        key,
+        f"option '{key}' of '{backend}' has no default candidates for auto (its default is {d!r})",
+        hint=f"give them: {key} = auto in [c1, c2, ...]",
+        code="E703",
+    )
+
+
+def split_auto_options(
+    backend: str, fields: Mapping[str, dataclasses.Field], given: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, tuple[float, ...]]]:
+    """(the options without their auto entries, {option: candidates}) — `auto` on a numeric option;
+    on a string option the word `auto` is an ordinary value (`solver = auto`)."""
+    rest: dict[str, Any] = {}
+    auto: dict[str, tuple[float, ...]] = {}
+    for key, value in given.items():
+        f = fields.get(key)
+        is_auto = isinstance(value, Auto) or (isinstance(value, str) and value == "auto")
+        if f is None or not is_auto or key in COMMON_OPTIONS:  # max_iter, tol, ...: the run's budget, not tuned
+            rest[key] = value
+            continue
+        if numeric_kind(f) is None:
+            if isinstance(value, Auto):
+                numeric = sorted(k for k, g in fields.items() if numeric_kind(g) and k not in COMMON_OPTIONS)
+                raise OptionError(
+                    key,
+                    f"option '{key}' of '{backend}' is not a number: `auto in [...]` chooses numeric options only",
+                    hint=f"numeric options: {', '.join(numeric)}" if numeric else None,
+                    code="E703",
+                )
+            rest[key] = value
+            continue
+        cands = value.candidates if isinstance(value, Auto) and value.candidates else default_auto_grid(backend, key, f)
+        auto[key] = tuple(sorted({float(coerce_option(c, f, key, backend)) for c in cands}))
+    return rest, auto

@@ -640,23 +640,19 @@ class Lowerer:
         return Objective("robust", span, expr=loss, ambiguity=amb, ambiguity_by=by)
 
     def _ambiguity_auto(self, kind: str, kw: dict[str, Any], span: Span) -> dict[str, tuple[float, ...]]:
-        """The ambiguity parameters given as `auto` (an omitted radius is `auto` except for
-        wasserstein), each with its candidate grid (the user's, else the documented default)."""
+        """The ambiguity parameters given as `auto` (an omitted radius is `auto`: no radius has a
+        principled default), each with its candidate grid (the user's, else the documented default)."""
         if "radius" not in kw:
-            if kind == "wasserstein":
-                raise ModelError(
-                    f"{kind}() needs radius = r", span, hint="for example wasserstein(radius = 0.1)", code="E508"
-                )
             kw["radius"] = Auto()
         out: dict[str, tuple[float, ...]] = {}
         for key, v in kw.items():
             if not isinstance(v, Auto):
                 continue
-            if key not in ("radius", "bins") or kind == "wasserstein":
+            if key not in ("radius", "bins") or (key == "bins" and kind != "target_conditional"):
                 raise ModelError(
                     f"{kind}() cannot choose '{key}' by validation",
                     span,
-                    hint="auto applies to radius (chi2, kl, target_conditional) and bins (target_conditional)",
+                    hint="auto applies to radius (every ambiguity set) and bins (target_conditional)",
                     code="E513",
                 )
             cands = v.candidates if v.candidates is not None else AUTO_GRIDS[key]

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optlang.backends.autotune import folds
 from optlang.backends.dro.common import Regions, make_regions, robust_value, single_region
 from optlang.lazy import lazy_module
-from optlang.problem import DROProblem
+from optlang.problem import DROProblem, LinearResidual
 
 if TYPE_CHECKING:
     import torch
@@ -186,6 +187,42 @@ def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any
     return objective
 
 
+def wasserstein_batch_objective(losses_of: Any, members: list[Member], n: int, lin: LinearResidual, p: int) -> Any:
+    """objective(vars) -> (B,) the Wasserstein closed forms of linear models (dro_common), member b
+    on its training rows: abs loss: mean|r| + ρ‖w‖₂; square, p = 2: (√mean r² + ρ‖w‖₂)²; square,
+    p = 1, ρ > 0: finite only at w = 0, whose fit (w = 0, the bias at the rows' mean target) is the
+    minimizer of ‖w‖² + (b − ȳ)². Members of the `chi2` base are ERM references (radius 0). The
+    losses ℓ_i are φ(r_i), which is what makes the model linear-residual (compiler._linear_residual)."""
+    B = len(members)
+    M = np.zeros((B, n))
+    ybar = np.zeros(B)
+    for b, m in enumerate(members):
+        idx = np.arange(n) if m.idx is None else m.idx
+        M[b, idx] = 1.0 / idx.size
+        ybar[b] = float(np.mean(np.asarray(lin.y, dtype=np.float64)[idx]))
+    radius = np.array([0.0 if m.base != "wasserstein" else float(m.regions.radii[0]) for m in members])
+    closed = (radius > 0) & (lin.loss == "square") & (p == 1)
+    sqrt_form = (radius > 0) & (lin.loss == "square") & (p == 2)
+    Mt, rad_t = torch.as_tensor(M), torch.as_tensor(radius)
+    closed_t, sqrt_t, ybar_t = torch.as_tensor(closed), torch.as_tensor(sqrt_form), torch.as_tensor(ybar)
+
+    def objective(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
+        L = losses_of(values, rows)  # (R, N)
+        mean = (Mt[rows].to(L.dtype) * L).sum(1)
+        w = values[lin.weight].reshape(L.shape[0], -1)
+        wn = torch.sqrt((w * w).sum(1) + 1e-300)
+        r = rad_t[rows].to(L.dtype)
+        out = torch.where(sqrt_t[rows], (torch.sqrt(torch.clamp(mean, min=1e-300)) + r * wn) ** 2, mean + r * wn)
+        if bool(closed_t[rows].any()):
+            pin = (w * w).sum(1)
+            if lin.bias is not None:
+                pin = pin + (values[lin.bias].reshape(L.shape[0]) - ybar_t[rows].to(L.dtype)) ** 2
+            out = torch.where(closed_t[rows], pin, out)
+        return out
+
+    return objective
+
+
 def member_regions(
     problem: DROProblem, targets: np.ndarray | None, idx: np.ndarray | None, radius: float, bins: int, o: Any
 ) -> Regions:
@@ -196,16 +233,6 @@ def member_regions(
     assert targets is not None
     y = targets if idx is None else targets[idx]
     return make_regions(y, bins, radius, edges=amb.edges, scheme=o.regions, rule=o.radius_rule)
-
-
-def folds(n: int, how: str, k: int, val_frac: float, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(train, validation) index pairs: K seeded folds, or one seeded holdout."""
-    perm = np.random.default_rng(90_000 + seed).permutation(n)
-    if how == "holdout":
-        n_val = max(1, int(round(val_frac * n)))
-        return [(np.sort(perm[n_val:]), np.sort(perm[:n_val]))]
-    parts = np.array_split(perm, k)
-    return [(np.sort(np.concatenate(parts[:i] + parts[i + 1 :])), np.sort(parts[i])) for i in range(k)]
 
 
 def candidates(problem: DROProblem, options: Any) -> list[dict[str, float]]:
@@ -257,6 +284,10 @@ def select(problem: DROProblem, options: Any, ctx: Any, targets: np.ndarray | No
         members.append(Member(tr, single_region(tr.size, 0.0), "chi2", "robust", 0.0))  # ERM: radius 0
         tags.append((-1, f))
         for c, cand in enumerate(cands):
+            if amb.kind == "wasserstein":  # no regions: the closed form per member (wasserstein_batch_objective)
+                members.append(Member(tr, single_region(tr.size, cand["radius"]), "wasserstein", "robust", 0.0))
+                tags.append((c, f))
+                continue
             reg = member_regions(problem, targets, tr, cand["radius"], int(cand["bins"]), o)
             outer = cand["radius"] if cand["outer_radius"] < 0 else cand["outer_radius"]
             members.append(Member(tr, reg, base, mix, outer))
@@ -273,7 +304,11 @@ def select(problem: DROProblem, options: Any, ctx: Any, targets: np.ndarray | No
         except (RuntimeError, NotImplementedError):  # an atom without a batching rule: rows one by one
             return torch.stack([fn({k: v[b] for k, v in values.items()}) for b in range(rows.numel())])
 
-    obj = robust_batch_objective(losses_of, members, n)
+    if amb.kind == "wasserstein":
+        assert problem.linear is not None  # tcdro refuses Wasserstein models without linear structure
+        obj = wasserstein_batch_objective(losses_of, members, n, problem.linear, amb.p)
+    else:
+        obj = robust_batch_objective(losses_of, members, n)
     start = {k: v.detach().cpu().numpy() for k, v in init_tensors(problem.variables, ctx, requires_grad=False).items()}
     z0 = layout.pack([start] * B, dtype)
     max_iter = ctx.max_iter if ctx.max_iter is not None else 500

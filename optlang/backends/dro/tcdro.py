@@ -66,19 +66,15 @@ class TCDRO(Backend):
     preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def make_options(self, given: Any) -> TCDROOptions:
-        """As the base, plus `outer_radius = auto [in [...]]`: kept aside as `_auto` for dro_auto."""
+        """As the base, plus `outer_radius = auto [in [...]]`: kept aside as `_auto` for dro_auto (a
+        model quantity, chosen in the batched validation); other numeric options given as `auto`
+        (`lr`, ...) are the base's (backends/autotune.py)."""
         from optlang.problem import AUTO_GRIDS, Auto
 
         given = dict(given)
         auto: dict[str, tuple[float, ...]] = {}
         for key, value in list(given.items()):
-            if isinstance(value, Auto) or (value == "auto" and key in AUTO_OPTIONS):
-                if key not in AUTO_OPTIONS:
-                    raise OptionError(
-                        key,
-                        f"option '{key}' of '{self.name}' cannot be chosen by validation",
-                        hint=f"auto applies to {', '.join(AUTO_OPTIONS)} and to the ambiguity's radius and bins",
-                    )
+            if key in AUTO_OPTIONS and (isinstance(value, Auto) or value == "auto"):
                 cands = value.candidates if isinstance(value, Auto) and value.candidates else AUTO_GRIDS[key]
                 auto[key] = tuple(sorted(set(float(c) for c in cands)))
                 del given[key]
@@ -137,7 +133,9 @@ class TCDRO(Backend):
                 return RawSolution(Status.ERROR, {}, info={"error": "wasserstein needs a linear-residual loss"})
             lin = problem.linear
             if amb.p == 1 and lin.loss == "square" and amb.radius > 0:
-                return self._wasserstein_square_p1(problem, ctx)
+                raw = self._wasserstein_square_p1(problem, ctx)
+                _record_selection(raw.info, selection)
+                return raw
 
             def make_objective(dtype: Any) -> Any:
                 return WassersteinLinearObjective(lin, amb.radius, amb.p, ctx.device, dtype)
@@ -165,11 +163,7 @@ class TCDRO(Backend):
             problem, out.values, o.regions, o.radius_rule, o.region_weights, o.outer_radius
         )
         info["solver"] = out.solver
-        if selection is not None:
-            info["auto"] = selection
-            keys = [k for k in selection["chosen"] if k in selection["parameters"] or k == "outer_radius"]
-            chosen = ", ".join(f"{k} {selection['chosen'][k]:g}" for k in keys)
-            info["auto_choice"] = f"{chosen}, {selection['method'].split(' ')[0]}"
+        _record_selection(info, selection)
         status = out.status
         if not np.isfinite(value):
             status = Status.DIVERGED
@@ -224,3 +218,13 @@ class TCDRO(Backend):
         )
         ctx.report(value)
         return RawSolution(Status.OPTIMAL, values, objective=value, info=info, checks=checks, history=list(ctx.history))
+
+
+def _record_selection(info: dict[str, Any], selection: dict[str, Any] | None) -> None:
+    """The validation record of `auto` parameters (dro_auto.select) in the solution's info."""
+    if selection is None:
+        return
+    info["auto"] = selection
+    keys = [k for k in selection["chosen"] if k in selection["parameters"] or k == "outer_radius"]
+    chosen = ", ".join(f"{k} {selection['chosen'][k]:g}" for k in keys)
+    info["auto_choice"] = f"{chosen}, {selection['method'].split(' ')[0]}"

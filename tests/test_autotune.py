@@ -1,0 +1,134 @@
+"""`auto` optimizer options (backends/autotune.py): validation on data rows, the budget rule without
+data, the record in Result.info["auto_options"], the plan line, and the errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import optlang
+from optlang.backends.autotune import folds, subset_function
+from optlang.errors import OptionError
+
+DRO = """param X = randn(120, 3, seed = 1)
+param y = X @ [1, -2, 0.5] + randn(120, seed = 2) ^ 3
+var w[3]
+var b
+minimize robust mean((X @ w + b - y)^2) within chi2(radius = 0.1)
+"""
+
+
+def test_tcdro_lr_auto_is_validated_and_tied_under_lbfgs() -> None:
+    """The contract's example: under L-BFGS (tcdro's full-batch default) lr does not act, so every
+    candidate scores the same and the default is kept — and the record says so."""
+    m = optlang.parse(DRO + "solver tcdro { lr = auto }\n")
+    p = m.plan()
+    assert p.auto_options == ("lr",) and "5-fold validation" in p.auto_note and "auto options: lr in" in str(p)
+    r = m.solve(seed=1)
+    a = r.info["auto_options"]
+    assert r.ok and a["rule"] == "validation" and a["parameters"] == ["lr"]
+    assert [c["lr"] for c in a["candidates"]] == [0.001, 0.01, 0.1] and a["fits"] == 15
+    assert a["how"].startswith("tied") and a["chosen"] == {"lr": 0.01}
+
+
+def test_tcdro_adam_lr_auto_chooses_the_least_validation_loss_and_equals_the_fixed_solve() -> None:
+    opts = "solver = adam, max_iter = 60, polish_iter = 0, select = holdout"
+    m = optlang.parse(DRO + f"solver tcdro {{ lr = auto in [1e-3, 0.3], {opts} }}\n")
+    r = m.solve(seed=1)
+    a = r.info["auto_options"]
+    assert "holdout 0.25" in a["method"] and a["fits"] == 2
+    scores = {c["lr"]: c["score"] for c in a["candidates"]}
+    assert scores[0.001] > scores[0.3]  # 60 Adam steps of 1e-3 barely move from the start
+    assert a["chosen"] == {"lr": 0.3} and a["how"] == "least score"
+    # the score is the held-out mean loss of the backend's own fit on the training rows
+    tr, va = folds(120, "holdout", 5, 0.25, 1)[0]
+    assert len(va) == 30 and len(set(tr) | set(va)) == 120
+    fixed = optlang.parse(DRO + f"solver tcdro {{ lr = 0.3, {opts} }}\n").solve(seed=1)
+    assert r.objective == pytest.approx(fixed.objective, rel=1e-9)
+
+
+def test_smooth_with_data_rows_is_validated(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 2))
+    y = X @ np.array([2.0, -1.0]) + 0.1 * rng.standard_normal(60)
+    np.savetxt(tmp_path / "d.csv", np.c_[X, y], delimiter=",", header="a,b,y", comments="")
+    text = (
+        'data D = load("d.csv", target = "y")\nvar w[2]\nminimize mean((D.X @ w - D.y)^2) + 0.01 * sumsq(w)\n'
+        "solver gd { method = adam, lr = auto in [0.001, 0.1], max_iter = 40, polish_iter = 0 }\n"
+    )
+    r = optlang.parse(text, base_dir=tmp_path).solve(seed=0)
+    a = r.info["auto_options"]
+    assert a["rule"] == "validation" and "objective on the held-out rows" in a["criterion"]
+    assert a["chosen"] == {"lr": 0.1} and all(math.isfinite(c["score"]) for c in a["candidates"])
+
+
+def test_no_data_uses_the_budget_rule_and_says_it_is_not_validation() -> None:
+    m = optlang.parse(
+        "var x[4]\nminimize sumsq(x - 3) + 0.1 * sum(x^4)\n"
+        "solver gd { method = adam, lr = auto in [0.001, 0.3], polish_iter = 0, max_iter = 30 }\n"
+    )
+    assert "objective reached" in m.plan().auto_note
+    r = m.solve(seed=0)
+    a = r.info["auto_options"]
+    assert a["rule"] == "budget" and "not validation in the statistical sense" in a["method"]
+    assert "30 iterations" in a["method"]  # the user's max_iter caps the budget
+    assert a["chosen"] == {"lr": 0.3} and a["candidates"][0]["score"] > a["candidates"][1]["score"]
+
+
+def test_adasgda_step_scale_auto() -> None:
+    m = optlang.parse(
+        "var x[2] in [-1, 1]\nvar y[2] in [-1, 1]\nminimize max over y: sumsq(x) + x @ y - 0.5 * sumsq(y)\n"
+        "solver adasgda { c_x = auto in [0.5, 2], max_iter = 100 }\n"
+    )
+    assert m.plan().auto_options == ("c_x",)
+    r = m.solve(seed=0)
+    a = r.info["auto_options"]
+    assert r.status.has_solution and a["rule"] == "budget" and a["chosen"]["c_x"] in (0.5, 2.0)
+    best = min(a["candidates"], key=lambda c: c["score"])
+    assert a["chosen"]["c_x"] == best["c_x"] or a["how"].startswith("tied")
+
+
+def test_subset_function_restricts_a_per_sample_loss() -> None:
+    import torch
+
+    p = optlang.parse(DRO).compiled.problem
+    idx = np.array([3, 7, 50])
+    sub = subset_function(p.loss, idx)
+    v = {"w": np.array([0.3, 0.1, -0.2]), "b": np.array(0.5)}
+    full = p.loss.value(v)
+    assert sub.n_samples == 3 and np.allclose(sub.value(v), full[idx])
+    fn = sub.compile("cpu", torch.float64)
+    env = {k: torch.as_tensor(x) for k, x in v.items()}
+    assert np.allclose(fn(env, batch=torch.tensor([2])).numpy(), full[[50]])
+
+
+@pytest.mark.parametrize(
+    "block, code, words",
+    [
+        ("solver gd { method = auto in [1, 2] }", "E703", "is not a number"),
+        ("solver gd { restarts = auto in [1.5, 2] }", "E700", "must be an integer"),
+        ("solver gd { max_iter = auto }", "E702", "max_iter"),
+    ],
+)
+def test_auto_option_errors_point_at_the_option(block: str, code: str, words: str) -> None:
+    m = optlang.parse("var x[2]\nminimize sumsq(x - 1)\n" + block + "\n")
+    with pytest.raises(OptionError) as e:
+        m.solve()
+    assert e.value.code == code and words in e.value.message
+    assert e.value.span is not None and (e.value.span.line, e.value.span.col) == (3, 13)
+
+
+def test_auto_option_without_default_grid() -> None:
+    m = optlang.parse(DRO + "solver tcdro {\n  batch_size = auto\n}\n")
+    with pytest.raises(OptionError) as e:
+        m.plan()
+    assert e.value.code == "E703" and "no default candidates" in e.value.message and "auto in [" in e.value.hint
+    assert (e.value.span.line, e.value.span.col) == (7, 3)
+
+
+def test_string_option_auto_stays_a_value() -> None:
+    m = optlang.parse("var x[2]\nminimize sumsq(x - 1)\nsolver gd { method = auto }\n")
+    assert m.plan().auto_options == ()
+    assert "auto_options" not in m.solve().info
