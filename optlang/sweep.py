@@ -33,6 +33,12 @@ from optlang.errors import OptionError
 from optlang.result import Result
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+# kinds whose wing has its own batched sweep solver: a module with `cannot_batch(models, backend)` and
+# `solve(models, seed, max_iter) -> (results, note)` (smooth and dro are solved by batched_solve)
+BATCHED_WINGS = {
+    "multiobjective": "optlang.backends.multiobjective.batched",
+    "minimax": "optlang.backends.minimax.batched",
+}
 
 
 # ----------------------------------------------------------------------------- the grid
@@ -214,8 +220,9 @@ def run_sweep(
     if why is None:
         from optlang import batched_solve
 
+        solver: Any = _wing(models[0].kind) or batched_solve
         try:
-            results, note = batched_solve.solve(models, seed=seed, max_iter=max_iter)
+            results, note = solver.solve(models, seed=seed, max_iter=max_iter)
             t = time.perf_counter() - t0
             return SweepResult(points, results, f"batched: {note}", True, {"lower": t_lower, "total": t})
         except batched_solve.NotBatchable as e:
@@ -239,7 +246,7 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
         return optlang.parse(src.text, base_dir=src.base_dir, params={**params, **p}, data=data, path=src.path)
 
     first = full(points[0])
-    if first.kind not in ("smooth", "dro"):
+    if first.kind not in ("smooth", "dro", *BATCHED_WINGS):
         return [first] + [full(p) for p in points[1:]]
     tree = parse_tree(src)
     out = [first]
@@ -255,10 +262,19 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
     return out
 
 
+def _wing(kind: str) -> Any:
+    """The wing module that batches this kind (None: batched_solve, or no batching)."""
+    import importlib
+
+    return importlib.import_module(BATCHED_WINGS[kind]) if kind in BATCHED_WINGS else None
+
+
 def _cannot_batch(models: list[Any], backend: str | None) -> str | None:
     m = models[0]
+    if m.kind in BATCHED_WINGS:
+        return _wing(m.kind).cannot_batch(models, backend)
     if m.kind not in ("smooth", "dro"):
-        return f"kind {m.kind} has no batched solver yet (batched kinds: smooth, dro)"
+        return f"kind {m.kind} has no batched solver yet (batched kinds: smooth, dro, {', '.join(BATCHED_WINGS)})"
     if backend not in (None, "", "auto", "tcdro" if m.kind == "dro" else "gd"):
         return f"backend '{backend}' was named; the batched solver replaces tcdro (dro) / gd (smooth) only"
     if any(v.domain != "free" for v in m.form.variables):
