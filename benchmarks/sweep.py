@@ -6,8 +6,11 @@
 
 speed: for each kind, the same .opt solved at every point of a 64-point path (ridge weight of a
 least-squares model — kind smooth; the χ² radius and the target-conditional radius of a linear
-DRO regression — kind dro) once as `Model.sweep` (one batched problem) and once as 64 separate
-in-process solves (`optlang.parse(text, params=point).solve()`, planned backend: gd / tcdro).
+DRO regression — kind dro; the weight w of the preference w·f1 + (1 − w)·f2 on ZDT1 — kind
+multiobjective; the regularization weight of a strongly-convex–strongly-concave game — kind
+minimax) once as `Model.sweep` (one batched problem) and once as 64 separate in-process solves
+(`optlang.parse(text, params=point).solve()`, planned backend: gd / tcdro / paretom3 / adasgda).
+`--kinds multiobjective,minimax` runs only the rows whose label starts with one of those.
 Both sides include lowering each point and verifying each Result. Prints wall time, the ratio and
 the accuracy: the largest relative objective difference between the two, how many points the
 batched solve reached an objective at least as low (minimization) up to 1e-9 relative, and the
@@ -31,6 +34,7 @@ ERM; the goal: tail ≤ 0.8 × ERM with MSE ≤ 1.25 × ERM. The test part never
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -43,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import optlang  # noqa: E402
-from optlang import metrics  # noqa: E402
+from optlang.backends.dro import metrics  # noqa: E402
 
 DATASETS = ("boston", "concrete", "forestfires_area", "forestfires_logarea", "cpus", "bikeshare", "synthetic")
 
@@ -77,6 +81,29 @@ minimize robust mean((X @ w + b - y)^2) within target_conditional(chi2, radius =
         "r",
         np.logspace(-2, 0.5, 64),
     ),
+    "multiobjective (preference weight)": (
+        """var x[30] in [0, 1]
+let g = 1 + 9 * mean(x[1:])
+param w = 0.5
+minimize {
+  f1: x[0]
+  f2: g * (1 - sqrt(x[0] / g))
+}
+prefer w * f1 + (1 - w) * f2""",
+        "w",
+        np.linspace(0.35, 0.9, 64),
+    ),
+    "minimax (regularization weight)": (
+        """param B = randn(10, 8, seed = 21)
+param a = randn(10, seed = 22)
+param c = randn(8, seed = 23)
+param lam = 1
+var x[10]
+var y[8]
+minimize max over y: 0.5 * lam * sumsq(x) + dot(a, x) + x @ B @ y - sumsq(y) + dot(c, y)""",
+        "lam",
+        np.logspace(-1, 1, 64),
+    ),
 }
 
 AUTO_MODEL = """data D = load("train.csv", target = "y")
@@ -92,7 +119,7 @@ solver erm {}
 """
 
 
-def speed(points: int) -> None:
+def speed(points: int, kinds: str = "") -> None:
     print(f"## {points}-point paths: one batched sweep vs {points} separate in-process solves (shared 2-core machine)")
     print(
         "| kind (swept) | sweep s | separate s | ratio | max rel. objective diff | batched ≤ separate "
@@ -100,15 +127,17 @@ def speed(points: int) -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for label, (text, name, values) in SPEED_MODELS.items():
+        if kinds and not any(label.startswith(k) for k in kinds.split(",")):
+            continue
         values = values[:points] if points <= len(values) else np.logspace(-2, 0.5, points)
         model = optlang.parse(text)
         model.sweep({name: values[:2]})  # warm-up: imports and torch kernels, for both sides
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         sw = model.sweep({name: values})
-        t_sweep = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t_sweep, c_sweep = time.perf_counter() - t0, time.process_time() - c0
+        t0, c0 = time.perf_counter(), time.process_time()
         singles = [optlang.parse(text, params={name: float(v)}).solve(seed=0) for v in values]
-        t_sep = time.perf_counter() - t0
+        t_sep, c_sep = time.perf_counter() - t0, time.process_time() - c0
         a = np.array([r.objective for r in sw.results])
         b = np.array([r.objective for r in singles])
         rel = np.abs(a - b) / np.maximum(1.0, np.abs(b))
@@ -119,7 +148,11 @@ def speed(points: int) -> None:
             f"| {label} | {t_sweep:.2f} | {t_sep:.2f} | {t_sep / t_sweep:.1f}× | {rel.max():.1e} | {le}/{len(a)} "
             f"| {max(excess, 0.0):.1e} | {'yes' if ok else 'no'} |"
         )
-        print(f"<!-- {sw.plan} -->")
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(
+            f"<!-- {sw.plan}; CPU s: sweep {c_sweep:.2f}, separate {c_sep:.2f} "
+            f"(CPU ratio {c_sep / c_sweep:.1f}x); load {load:.1f} -->"
+        )
 
 
 def split(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
@@ -189,13 +222,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", type=int, default=64)
     ap.add_argument("--only", choices=["speed", "auto"], default=None)
+    ap.add_argument("--kinds", default="", help="speed rows whose label starts with one of these (comma-separated)")
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--split-seed", type=int, default=1000)
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.only in (None, "speed"):
-        speed(args.points)
+        speed(args.points, args.kinds)
     if args.only in (None, "auto"):
         auto_table([d for d in args.datasets.split(",") if d], args.splits, args.split_seed)
 

@@ -280,7 +280,7 @@ class KKT:
         def glam(xx: torch.Tensor) -> torch.Tensor:
             return torch.func.grad(lambda y: (lam * self.F(y, cs)).sum())(xx)
 
-        _, Hmu = torch.func.jvp(glam, (x,), (self.S @ fm,))
+        Hmu = torch.func.jvp(glam, (x,), (self.S @ fm,))[1]
         r1 = f * (gphi + Hmu[self.U]) + (1 - f) * mu
         r2 = J @ fm + nu
         r3 = f * (J.T @ lam) + (1 - f) * (xu - xfix[self.U])
