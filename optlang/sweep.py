@@ -6,7 +6,10 @@ then solves all of them together: the variables get a leading batch axis, the ob
 `torch.func.vmap` call over the stacked variables and the swept constants, and `batched.lbfgs`
 steps every point with its own curvature pairs and line search (float64). Kinds batched today:
 `smooth` (unconstrained, free variables) and `dro` (chi2, kl, target_conditional through tcdro's
-exact duals per point; radius and bins may be swept). Every other model — another kind, variable
+exact duals per point; radius and bins may be swept) here, and by their wings (BATCHED_WINGS):
+`multiobjective` with a preference (a weight in the preference or the objectives; box or free
+variables — backends/multiobjective/batched.py) and `minimax` (free variables — nested batched
+L-BFGS, backends/minimax/batched.py). Every other model — another kind, variable
 domains, constraints, points whose shapes differ — runs point by point on an executor, and the
 sweep's `plan` says why. Either way each point is re-verified like a single solve (the Result's
 float64 recomputation from that point's model).

@@ -136,3 +136,18 @@ def test_minimax_point_with_an_unbounded_inner_max_is_diverged_and_the_others_un
     # x + y = 0, x − 2y + 1 = 0  →  y = 1/3, x = −1/3
     assert good.ok and np.allclose(good.values["x"], [-1 / 3] * 2, atol=1e-7)
     assert np.allclose(good.values["y"], [1 / 3] * 2, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("name", "spec", "phrase"),
+    [("zdt1_weight.opt", "w=[0.4, 0.8]", "preference points"), ("game_weight.opt", "lam=[0.5, 2]", "minimax")],
+)
+def test_cli_sweeps_the_shipped_examples_as_one_batched_problem(name: str, spec: str, phrase: str, capsys) -> None:
+    from pathlib import Path
+
+    from optlang.cli import main
+
+    path = Path(__file__).resolve().parents[1] / "models" / name
+    assert main(["sweep", str(path), "-p", spec]) == 0
+    out = capsys.readouterr().out
+    assert "2 points, batched" in out and phrase in out
