@@ -151,3 +151,16 @@ def test_cli_sweeps_the_shipped_examples_as_one_batched_problem(name: str, spec:
     assert main(["sweep", str(path), "-p", spec]) == 0
     out = capsys.readouterr().out
     assert "2 points, batched" in out and phrase in out
+
+
+def test_three_objective_reference_sweep_reaches_the_projection_on_the_sphere_front() -> None:
+    # DTLZ2: the front is the unit sphere's positive part; the preference ‖F − r‖² is least at F = r / ‖r‖
+    text = open_model("dtlz2_ref.opt").replace("param h", "param a = 0.4\nparam h").replace("(f1 - 0.4)", "(f1 - a)")
+    sw = optlang.parse(text).sweep({"a": [0.2, 0.7]})
+    assert sw.batched and "2 of 2 polished" in sw.plan
+    for a, r in zip([0.2, 0.7], sw.results, strict=True):
+        ref = np.array([a, 0.5, 0.6])
+        assert r.ok and r.backend == "batched-paretom3"
+        F = np.array([r.info["objectives"][k] for k in ("f1", "f2", "f3")])
+        assert np.allclose(F, ref / np.linalg.norm(ref), atol=1e-8)
+        assert r.objective == pytest.approx((np.linalg.norm(ref) - 1) ** 2, abs=1e-10)

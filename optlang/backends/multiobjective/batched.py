@@ -410,6 +410,15 @@ def _merit(
 # ----------------------------------------------------------------------------- the sweep
 def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tuple[list[Result], str]:
     """Every point's preferred weakly Pareto point, in one batched run; one verified Result each."""
+    from optlang.batched_solve import NotBatchable
+
+    try:
+        return _solve(models, seed, max_iter)
+    except (RuntimeError, NotImplementedError) as e:  # an atom torch.func cannot batch or differentiate
+        raise NotBatchable(f"the batched preference solve could not run ({type(e).__name__}: {e})") from e
+
+
+def _solve(models: list[Any], seed: int, max_iter: int | None) -> tuple[list[Result], str]:
     from optlang.batched import batched_function
     from optlang.batched_solve import NotBatchable
     from optlang.verify import verify
