@@ -42,6 +42,7 @@ BACKEND = "batched-minimax-lbfgs"
 INNER_ITERS = 200
 OUTER_ITERS = 500
 INNER_GTOL = 1e-12
+HISTORY = 8  # inner curvature pairs per point (the inner solves take a few steps; the two-loop runs over every slot)
 
 
 def cannot_batch(models: list[Any], backend: str | None) -> str | None:
@@ -96,7 +97,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         def neg_f(zy: torch.Tensor, sub: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return value_and_grad(lambda z, r: f_rows(xs[sub], z, rows[r]), zy, sub, -1.0)
 
-        inner = lbfgs(neg_f, Ycache[rows], max_iter=INNER_ITERS, tol=0.0, gtol=INNER_GTOL)
+        inner = lbfgs(neg_f, Ycache[rows], max_iter=INNER_ITERS, tol=0.0, gtol=INNER_GTOL, history=HISTORY)
         Ycache[rows] = inner.z
         inner_iters.append(int(inner.iterations.max()) if len(inner.iterations) else 0)
         inner_failed[rows] |= torch.as_tensor(~inner.finite)
