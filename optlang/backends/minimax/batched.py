@@ -135,7 +135,10 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         objective = None
         if finite:  # a diverged point's last iterate is reported and checked too, as by minimax_loop
             objective = float(c.problem.objective.value(values))
-            rep = stationarity_report(c.problem, values, ctx.device, seed=ctx.seed)
+            o = _report_options(mm)
+            rep = stationarity_report(
+                c.problem, values, ctx.device, o["inner_iters"], convex_concave=o["convex_concave"], seed=ctx.seed
+            )
             info["stationarity"] = rep
             g = rep["grad_phi_norm"]
             checks["stationarity"] = (
@@ -164,6 +167,16 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         f"solve {t_solve:.2f} s, then each point's stationarity report)"
     )
     return results, note
+
+
+def _report_options(m: Any) -> dict[str, Any]:
+    """The end-of-run report's settings a single solve would use (the model's solver block, else defaults)."""
+    solver = m.ir.solver
+    given = dict(solver.options) if solver and solver.name in ("auto", "adasgda", "gda") else {}
+    return {
+        "inner_iters": int(given.get("inner_iters", 3000)),
+        "convex_concave": str(given.get("convex_concave", "auto")),
+    }
 
 
 def _start_proxy(problem: Any, start: dict[str, np.ndarray], ctx: RunContext) -> float:
