@@ -164,3 +164,14 @@ def test_three_objective_reference_sweep_reaches_the_projection_on_the_sphere_fr
         F = np.array([r.info["objectives"][k] for k in ("f1", "f2", "f3")])
         assert np.allclose(F, ref / np.linalg.norm(ref), atol=1e-8)
         assert r.objective == pytest.approx((np.linalg.norm(ref) - 1) ** 2, abs=1e-10)
+
+
+def test_a_preferred_corner_of_the_front_is_polished_with_the_coordinate_held_at_its_bound() -> None:
+    # for w < 1/3 the preferred point is ZDT1's corner x₁ = 1 (F = (1, 0)): the polish ends against the box,
+    # holds x₁ there and solves again
+    sw = optlang.parse(ZDT1_W).sweep({"w": [0.25, 0.5]})
+    assert sw.batched and "2 of 2 polished" in sw.plan
+    corner, inner = sw.results
+    assert corner.ok and corner.backend == "batched-paretom3"
+    assert corner.values["x"][0] == pytest.approx(1.0) and corner.objective == pytest.approx(0.25, abs=1e-12)
+    assert inner.objective == pytest.approx(zdt1_preferred(0.5)[1], abs=1e-10)

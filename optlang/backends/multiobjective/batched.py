@@ -371,6 +371,28 @@ def _newton(
     return Z, (nr <= tol).numpy(), nr
 
 
+def _polish(
+    fns: RowFunctions,
+    names: list[str],
+    shapes: list[tuple[int, ...]],
+    lam0: torch.Tensor,
+    free: torch.Tensor,
+    xfix: torch.Tensor,
+    rows: torch.Tensor,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> tuple[torch.Tensor, torch.Tensor, np.ndarray, torch.Tensor]:
+    """The KKT Newton solve of the points `rows` (held coordinates: ~free, at xfix): x, λ, converged, ‖R‖."""
+    n, m, B = xfix.shape[1], fns.m, xfix.shape[0]
+    U = np.flatnonzero(free.any(0).numpy())
+    kkt = KKT(fns, names, shapes, U, n)
+    u = len(U)
+    Z = torch.cat([xfix[:, U], lam0, torch.zeros(B, u + 1, dtype=torch.float64)], 1)
+    Z, conv, nr = _newton(kkt, Z, free[:, U].to(torch.float64), xfix, rows, lo, hi, LM_ITERS, 1e-11)
+    x = torch.stack([kkt.full(Z[b, :u], xfix[b]) for b in range(B)])
+    return x, Z[:, u : u + m].clone(), conv, nr
+
+
 # ----------------------------------------------------------------------------- stage 3: the merit
 def _merit(
     fns: RowFunctions,
@@ -485,15 +507,21 @@ def _solve(models: list[Any], seed: int, max_iter: int | None) -> tuple[list[Res
         return fns.one(_unflat(xx, names, shapes), cs, m)
 
     lam0, free, xfix = _start(fns, F, x0.clone(), all_rows, lo, hi)
-    U = np.flatnonzero(free.any(0).numpy())
-    kkt = KKT(fns, names, shapes, U, n)
-    nu = len(U)
-    Z = torch.cat([xfix[:, U], lam0, torch.zeros(B, nu + 1, dtype=torch.float64)], 1)
-    fU = free[:, U].to(torch.float64)
     with torch.no_grad():
-        Z, conv, nr = _newton(kkt, Z, fU, xfix, all_rows, lo, hi, LM_ITERS, 1e-11)
-    x = torch.stack([kkt.full(Z[b, :nu], xfix[b]) for b in range(B)])
-    lam = Z[:, nu : nu + m]
+        x, lam, conv, nr = _polish(fns, names, shapes, lam0, free, xfix, all_rows, lo, hi)
+        # a point whose polish ends against a box bound (the preferred point is a corner of the front, as
+        # ZDT1's x₁ = 1 for small w): hold the coordinates the step was clipped at, and polish again
+        lo_t, hi_t = torch.as_tensor(lo), torch.as_tensor(hi)
+        width = torch.where(torch.isfinite(hi_t - lo_t), hi_t - lo_t, 1.0 + x.abs())
+        clipped = ((x - lo_t).abs() <= 1e-9 * width) | ((hi_t - x).abs() <= 1e-9 * width)
+        again = torch.as_tensor(~conv) & (clipped & free).any(1)
+        if bool(again.any()):
+            r = torch.nonzero(again).flatten()
+            free2 = free[r] & ~clipped[r]
+            xfix2 = torch.where(free2, x[r], torch.minimum(torch.maximum(x[r], lo_t), hi_t))
+            x2, lam2, conv2, nr2 = _polish(fns, names, shapes, lam[r], free2, xfix2, r, lo, hi)
+            x[r], lam[r], nr[r], free[r] = x2, lam2, nr2, free2
+            conv[r.numpy()] = conv2
     t_newton = time.perf_counter() - t0 - t_rays
 
     # 3. the checks of a single solve: weak-Pareto merit and domination by the points seen
