@@ -6,10 +6,13 @@
 
 speed: for each kind, the same .opt solved at every point of a 64-point path (ridge weight of a
 least-squares model — kind smooth; the χ² radius and the target-conditional radius of a linear
-DRO regression — kind dro; the upper-level weight of a min-norm simple bilevel model — kind bilevel)
-once as `Model.sweep` (one batched problem) and once as 64 separate in-process solves
-(`optlang.parse(text, params=point).solve()`, planned backend: gd / tcdro / sdbpg; the bilevel row's
-separate solves in float64 like its batched one). `--rows bilevel` runs only the rows matching.
+DRO regression — kind dro; the upper-level weight of a min-norm simple bilevel model — kind bilevel;
+the weight w of the preference w·f1 + (1 − w)·f2 on ZDT1 — kind multiobjective; the regularization
+weight of a strongly-convex–strongly-concave game — kind minimax) once as `Model.sweep` (one batched
+problem) and once as 64 separate in-process solves (`optlang.parse(text, params=point).solve()`,
+planned backend: gd / tcdro / sdbpg / paretom3 / adasgda; the bilevel row's separate solves in float64
+like its batched one). `--rows bilevel` runs only the rows whose label contains it; `--kinds
+multiobjective,minimax` only the rows whose label starts with one of those.
 Both sides include lowering each point and verifying each Result. Prints wall time, the ratio and
 the accuracy: the largest relative objective difference between the two, how many points the
 batched solve reached an objective at least as low (minimization) up to 1e-9 relative, and the
@@ -91,6 +94,29 @@ subject to { x in argmin 0.5 * sumsq(A @ x - b) }""",
         "lam",
         np.logspace(-1, 0, 64),
     ),
+    "multiobjective (preference weight)": (
+        """var x[30] in [0, 1]
+let g = 1 + 9 * mean(x[1:])
+param w = 0.5
+minimize {
+  f1: x[0]
+  f2: g * (1 - sqrt(x[0] / g))
+}
+prefer w * f1 + (1 - w) * f2""",
+        "w",
+        np.linspace(0.35, 0.9, 64),
+    ),
+    "minimax (regularization weight)": (
+        """param B = randn(10, 8, seed = 21)
+param a = randn(10, seed = 22)
+param c = randn(8, seed = 23)
+param lam = 1
+var x[10]
+var y[8]
+minimize max over y: 0.5 * lam * sumsq(x) + dot(a, x) + x @ B @ y - sumsq(y) + dot(c, y)""",
+        "lam",
+        np.logspace(-1, 1, 64),
+    ),
 }
 # options of the separate solves of a row: the batched bilevel sweep runs in float64, so its
 # separate solves do too (same accuracy; sdbpg's float32 default stalls on this model's KKT test)
@@ -109,7 +135,7 @@ solver erm {}
 """
 
 
-def speed(points: int, rows: str = "") -> None:
+def speed(points: int, rows: str = "", kinds: str = "") -> None:
     print(f"## {points}-point paths: one batched sweep vs {points} separate in-process solves (shared 2-core machine)")
     print(
         "| kind (swept) | sweep s | separate s | ratio | max rel. objective diff | batched ≤ separate "
@@ -118,6 +144,8 @@ def speed(points: int, rows: str = "") -> None:
     print("|---|---|---|---|---|---|---|---|")
     for label, (text, name, values) in SPEED_MODELS.items():
         if rows and rows not in label:
+            continue
+        if kinds and not any(label.startswith(k) for k in kinds.split(",")):
             continue
         values = values[:points] if points <= len(values) else np.logspace(-2, 0.5, points)
         model = optlang.parse(text)
@@ -213,6 +241,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", type=int, default=64)
     ap.add_argument("--only", choices=["speed", "auto"], default=None)
+    ap.add_argument("--kinds", default="", help="speed rows whose label starts with one of these (comma-separated)")
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--split-seed", type=int, default=1000)
@@ -220,7 +249,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.only in (None, "speed"):
-        speed(args.points, args.rows)
+        speed(args.points, args.rows, args.kinds)
     if args.only in (None, "auto"):
         auto_table([d for d in args.datasets.split(",") if d], args.splits, args.split_seed)
 

@@ -6,8 +6,11 @@ then solves all of them together: the variables get a leading batch axis, the ob
 `torch.func.vmap` call over the stacked variables and the swept constants, and `batched.lbfgs`
 steps every point with its own curvature pairs and line search (float64). Kinds batched today:
 `smooth` (unconstrained, free variables) and `dro` (chi2, kl, target_conditional through tcdro's
-exact duals per point; radius and bins may be swept), and the kinds registered in `BATCHED_KINDS`
-with their own batched module (bilevel: batched SDBPG, `batched_bilevel.py`). Every other model — another kind, variable
+exact duals per point; radius and bins may be swept) here, and by the kinds registered in
+`BATCHED_KINDS` with their own batched module: `bilevel` (batched SDBPG, `batched_bilevel.py`),
+`multiobjective` with a preference (a weight in the preference or the objectives; box or free
+variables — backends/multiobjective/batched.py) and `minimax` (free variables — nested batched
+L-BFGS, backends/minimax/batched.py). Every other model — another kind, variable
 domains, constraints, points whose shapes differ — runs point by point on an executor, and the
 sweep's `plan` says why. Either way each point is re-verified like a single solve (the Result's
 float64 recomputation from that point's model).
@@ -40,6 +43,8 @@ _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 # (raising batched_solve.NotBatchable); one line per kind
 BATCHED_KINDS: dict[str, str] = {
     "bilevel": "optlang.batched_bilevel",
+    "multiobjective": "optlang.backends.multiobjective.batched",
+    "minimax": "optlang.backends.minimax.batched",
 }
 
 
@@ -220,12 +225,9 @@ def run_sweep(
     t_lower = time.perf_counter() - t0
     why = _cannot_batch(models, backend) if batch else "batching turned off"
     if why is None:
-        import importlib
-
         from optlang import batched_solve
 
-        kind = models[0].kind
-        solver = importlib.import_module(BATCHED_KINDS[kind]) if kind in BATCHED_KINDS else batched_solve
+        solver: Any = _wing(models[0].kind) or batched_solve
         try:
             results, note = solver.solve(models, seed=seed, max_iter=max_iter)
             t = time.perf_counter() - t0
@@ -267,12 +269,17 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
     return out
 
 
+def _wing(kind: str) -> Any:
+    """The module that batches this kind (None: batched_solve, or no batching)."""
+    import importlib
+
+    return importlib.import_module(BATCHED_KINDS[kind]) if kind in BATCHED_KINDS else None
+
+
 def _cannot_batch(models: list[Any], backend: str | None) -> str | None:
     m = models[0]
     if m.kind in BATCHED_KINDS:
-        import importlib
-
-        return importlib.import_module(BATCHED_KINDS[m.kind]).cannot_batch(models, backend)
+        return _wing(m.kind).cannot_batch(models, backend)
     if m.kind not in ("smooth", "dro"):
         kinds = ", ".join(["smooth", "dro", *BATCHED_KINDS])
         return f"kind {m.kind} has no batched solver yet (batched kinds: {kinds})"
