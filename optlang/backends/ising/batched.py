@@ -186,9 +186,10 @@ def brute_force_batch(batch: IsingBatch, max_elems: int = 1 << 22) -> tuple[np.n
 class PathOptions:
     """The batched heuristic's options (per point unless said otherwise)."""
 
-    chains: int = 8  # annealed chains per point (capped by max_elems / (points × spins))
+    chains: int = 16  # annealed chains per point (capped by max_elems / (points × spins))
+    fill: int = 1 << 16  # small batches get more chains (up to 4×), up to this many chain-spins in all
     restarts: int = 16  # random starts per point, each descended to a 1-flip minimum, before the first round
-    sweeps: int = 1000  # Metropolis sweeps per round (a round also ends when its time share is spent)
+    sweeps: int = 500  # Metropolis sweeps per round (a round also ends when its time share is spent)
     rounds: int = 3  # rounds when no time limit is given (max_iter overrides)
     t_start: float = 1.0  # first round's start temperature, × σ_b (mean |ΔE| of a flip at a random state)
     t_end: float = 1.0  # final temperature, × δ_b / ln 100 (δ_b the smallest nonzero |ΔE| unit)
@@ -384,7 +385,7 @@ def anneal_path(
     h_t = torch.as_tensor(batch.h.ravel(), dtype=dt, device=device)
     best = _Best(batch)
     per = max(B * n, 1)
-    R = int(max(1, min(options.chains, options.max_elems // per)))
+    R = int(max(1, min(max(options.chains, min(options.fill // per, 4 * options.chains)), options.max_elems // per)))
     K = max(0, min(options.neighbours, B - 1))
 
     def elapsed() -> float:
@@ -448,4 +449,6 @@ def anneal_path(
         improved += int(np.sum(best.E < before))
         idle = 0 if improved else idle + 1
         rounds += 1
+    if stop_reason == "finished" and time_limit is not None and elapsed() >= time_limit:
+        stop_reason = "time_limit"  # the last round was cut short by the limit
     return PathOutcome(best.E.copy(), best.S.copy(), rounds, sweeps, R, best.warm.copy(), stop_reason)
