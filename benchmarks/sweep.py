@@ -13,10 +13,11 @@ the accuracy: the largest relative objective difference between the two, how man
 batched solve reached an objective at least as low (minimization) up to 1e-9 relative, and the
 largest relative amount by which a batched objective is above the separate one.
 
-ising: the same for Ising / Max-Cut / QUBO paths (a field, the seed of a torus's ±1 weights, a QUBO
-penalty weight), planned backend specann on both sides (the batch: backends/ising/batched.py); wall and
-CPU seconds, the mean objective difference in the user's sense (> 0: the batch is better) and how many
-points the batch did better / equally / worse, and the 1-minute load average after each row.
+ising: the same for Ising / Max-Cut / QUBO paths (a field scale solved exactly, a field, the seed of a
+torus's ±1 weights, a QUBO penalty weight), the planned backend on both sides (bruteforce, specann;
+the batch: backends/ising/batched.py); wall and CPU seconds, the mean objective difference in the
+user's sense (> 0: the batch is better), how many points the batch did better / equally / worse,
+and the 1-minute load average after each row.
 
 auto: per dataset (../shared/data/regression and the generated imbalanced set of dro_tail.py),
 `splits` seeded 80/20 train/test splits; features and targets standardized with the training
@@ -128,6 +129,16 @@ def speed(points: int) -> None:
 
 
 ISING_MODELS = {
+    "ising, exact (field scale t, SK glass, 18 spins)": (
+        """param n = 18
+param A = randn(n, n, seed = 7)
+param h = randn(n, seed = 8)
+param t = 0.3
+spin s[n]
+minimize quad(s, (A + A.T) / 2) / sqrt(n) + t * dot(h, s)""",
+        "t",
+        lambda k: np.linspace(-1, 1, k),
+    ),
     "ising (field h, 16×16 ±J torus, 256 spins)": (
         """param h = 0.2
 graph T = torus(16, 16, weights = "signed", seed = 3)
@@ -160,7 +171,7 @@ def ising_speed(points: int) -> None:
 
     print(
         f"\n## Ising / Max-Cut: {points}-point sweeps as one batch vs {points} separate in-process solves "
-        "(planned backend specann; shared 2-core machine)"
+        "(the planned backend on both sides: bruteforce for 18 spins, specann above; shared 2-core machine)"
     )
     print(
         "| model (swept) | sweep s (CPU s) | separate s (CPU s) | ratio | mean objective diff (batched − separate, "
