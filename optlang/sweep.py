@@ -10,6 +10,9 @@ exact duals per point; radius and bins may be swept). Every other model — anot
 domains, constraints, points whose shapes differ — runs point by point on an executor, and the
 sweep's `plan` says why. Either way each point is re-verified like a single solve (the Result's
 float64 recomputation from that point's model).
+
+Ising/Max-Cut points whose couplings share one pattern are batched by `batched_ising.py` (exact
+enumeration or the batched annealing path, after the backend a single solve would use).
 """
 
 from __future__ import annotations
