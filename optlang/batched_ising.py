@@ -66,6 +66,8 @@ def solve(
     B, n = batch.size, batch.n
     max_iter = max_iter if max_iter is not None else given.get("max_iter")
     time_limit = given.get("time_limit")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))):
+        raise NotBatchable(f"time_limit {time_limit!r} is not a number (each point's own solve reports it)")
     raws: list[RawSolution] = []
     if name == EXACT:
         ctx = RunContext(seed=seed, device="cpu", dtype="float64")  # numpy only: no torch to import

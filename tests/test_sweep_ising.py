@@ -219,3 +219,11 @@ def test_cli_sweep_of_the_example_model(capsys) -> None:
     assert out["batched"] and [r["status"] for r in out["records"]] == ["optimal"] * 5
     objs = [r["objective"] for r in out["records"]]
     assert objs == pytest.approx(objs[::-1])  # E(s; h) = E(-s; -h): the path is symmetric in h
+
+
+def test_a_time_limit_lets_the_batch_stop_when_no_point_improves() -> None:
+    sw = optlang.parse(TORUS + "solver specann { time_limit = 5 }\n").sweep({"h": [0.0, 1.0]})
+    assert sw.batched
+    for r in sw.results:
+        assert r.ok and r.status.value in ("feasible", "time_limit")
+        assert r.info["stop"] in ("stagnated", "time_limit")
