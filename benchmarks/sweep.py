@@ -1,7 +1,7 @@
 """Sweeps and `auto`: a 64-point path as one batched solve vs 64 separate solves, and TC-DRO with
 `radius = auto` on held-out splits.
 
-    .venv/bin/python benchmarks/sweep.py [--points 64] [--only speed|auto] [--datasets boston,cpus]
+    .venv/bin/python benchmarks/sweep.py [--points 64] [--only speed|auto|ising] [--datasets boston,cpus]
         [--splits 5] [--split-seed 1000]
 
 speed: for each kind, the same .opt solved at every point of a 64-point path (ridge weight of a
@@ -17,6 +17,12 @@ Both sides include lowering each point and verifying each Result. Prints wall ti
 the accuracy: the largest relative objective difference between the two, how many points the
 batched solve reached an objective at least as low (minimization) up to 1e-9 relative, and the
 largest relative amount by which a batched objective is above the separate one.
+
+ising: the same for Ising / Max-Cut / QUBO paths (a field scale solved exactly, a field, the seed of a
+torus's ±1 weights, a QUBO penalty weight), the planned backend on both sides (bruteforce, specann;
+the batch: backends/ising/batched.py); wall and CPU seconds, the mean objective difference in the
+user's sense (> 0: the batch is better), how many points the batch did better / equally / worse,
+and the 1-minute load average after each row.
 
 auto: per dataset (../shared/data/regression and the generated imbalanced set of dro_tail.py),
 `splits` seeded 80/20 train/test splits; features and targets standardized with the training
@@ -174,6 +180,82 @@ def speed(points: int, rows: str = "", kinds: str = "") -> None:
         print(f"<!-- CPU time: {cpu}; load average {load} -->")
 
 
+ISING_MODELS = {
+    "ising, exact (field scale t, SK glass, 18 spins)": (
+        """param n = 18
+param A = randn(n, n, seed = 7)
+param h = randn(n, seed = 8)
+param t = 0.3
+spin s[n]
+minimize quad(s, (A + A.T) / 2) / sqrt(n) + t * dot(h, s)""",
+        "t",
+        lambda k: np.linspace(-1, 1, k),
+    ),
+    "ising (field h, 16×16 ±J torus, 256 spins)": (
+        """param h = 0.2
+graph T = torus(16, 16, weights = "signed", seed = 3)
+spin s[T.n]
+minimize quad(s, adjacency(T)) / 2 - h * sum(s)""",
+        "h",
+        lambda k: np.linspace(-1, 1, k),
+    ),
+    "maxcut (±1 weights' seed, 16×16 torus, 256 nodes)": (
+        """param k = 0
+graph T = torus(16, 16, weights = "signed", seed = k)
+maxcut T""",
+        "k",
+        lambda k: np.arange(k),
+    ),
+    "qubo (penalty weight, independent set, 3-regular, 200 binaries)": (
+        """param lam = 1
+graph G = random_regular(200, 3, seed = 5)
+binary x[G.n]
+maximize sum(x) - lam * quad(x, adjacency(G)) / 2""",
+        "lam",
+        lambda k: np.linspace(0.25, 2.5, k),
+    ),
+}
+
+
+def ising_speed(points: int) -> None:
+    """Ising / Max-Cut / QUBO: a path as one batched sweep vs separate in-process solves of the planned backend."""
+    import os
+
+    print(
+        f"\n## Ising / Max-Cut: {points}-point sweeps as one batch vs {points} separate in-process solves "
+        "(the planned backend on both sides: bruteforce for 18 spins, specann above; shared 2-core machine)"
+    )
+    print(
+        "| model (swept) | sweep s (CPU s) | separate s (CPU s) | ratio | mean objective diff (batched − separate, "
+        "user sense) | batched better / equal / worse | all ok | load avg |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for label, (text, name, values_of) in ISING_MODELS.items():
+        values = values_of(points)
+        model = optlang.parse(text)
+        model.sweep({name: values[:2]})  # warm-up: imports and torch kernels
+        optlang.parse(text, params={name: float(values[0])}).solve(seed=0)
+        c0, t0 = time.process_time(), time.perf_counter()
+        sw = model.sweep({name: values})
+        t_sweep, c_sweep = time.perf_counter() - t0, time.process_time() - c0
+        c0, t0 = time.process_time(), time.perf_counter()
+        singles = [optlang.parse(text, params={name: float(v)}).solve(seed=0) for v in values]
+        t_sep, c_sep = time.perf_counter() - t0, time.process_time() - c0
+        sign = 1.0 if sw.results[0].sense == "maximize" else -1.0  # diff > 0: the batch is better
+        a = np.array([r.objective for r in sw.results])
+        b = np.array([r.objective for r in singles])
+        d = sign * (a - b)
+        tol = 1e-9 * np.maximum(1.0, np.abs(b))
+        ok = all(r.ok for r in sw.results) and all(r.ok for r in singles)
+        print(
+            f"| {label} | {t_sweep:.2f} ({c_sweep:.2f}) | {t_sep:.2f} ({c_sep:.2f}) | {t_sep / t_sweep:.1f}× "
+            f"| {float(np.mean(d)):+.3g} | {int(np.sum(d > tol))} / {int(np.sum(np.abs(d) <= tol))} / "
+            f"{int(np.sum(d < -tol))} | {'yes' if ok else 'no'} | {os.getloadavg()[0]:.1f} |",
+            flush=True,
+        )
+        print(f"<!-- {sw.plan}; separate: {singles[0].backend} -->")
+
+
 def split(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(y))
@@ -240,7 +322,7 @@ def auto_table(names: list[str], splits: int, split_seed: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", type=int, default=64)
-    ap.add_argument("--only", choices=["speed", "auto"], default=None)
+    ap.add_argument("--only", choices=["speed", "auto", "ising"], default=None)
     ap.add_argument("--kinds", default="", help="speed rows whose label starts with one of these (comma-separated)")
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--splits", type=int, default=5)
@@ -250,6 +332,8 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.only in (None, "speed"):
         speed(args.points, args.rows, args.kinds)
+    if args.only in (None, "ising"):
+        ising_speed(args.points)
     if args.only in (None, "auto"):
         auto_table([d for d in args.datasets.split(",") if d], args.splits, args.split_seed)
 

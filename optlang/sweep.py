@@ -14,6 +14,9 @@ L-BFGS, backends/minimax/batched.py). Every other model — another kind, variab
 domains, constraints, points whose shapes differ — runs point by point on an executor, and the
 sweep's `plan` says why. Either way each point is re-verified like a single solve (the Result's
 float64 recomputation from that point's model).
+
+Ising/Max-Cut points whose couplings share one pattern are batched by `batched_ising.py` (exact
+enumeration or the batched annealing path, after the backend a single solve would use).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import math
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +227,15 @@ def run_sweep(
     models = _lower_points(src, points, base_params, base_data)
     t_lower = time.perf_counter() - t0
     why = _cannot_batch(models, backend) if batch else "batching turned off"
+    if batch and models[0].kind in ("ising", "maxcut"):  # fields/couplings over one pattern: batched_ising.py
+        from optlang import batched_ising
+
+        try:
+            results, note = batched_ising.solve(models, backend=backend, seed=seed, max_iter=max_iter)
+            t = time.perf_counter() - t0
+            return SweepResult(points, results, f"batched: {note}", True, {"lower": t_lower, "total": t})
+        except batched_ising.NotBatchable as e:
+            why = str(e)
     if why is None:
         from optlang import batched_solve
 
@@ -240,20 +252,21 @@ def run_sweep(
 
 
 def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: dict) -> list[Any]:
-    """The model at every point. The text is parsed once; smooth and dro models are lowered from that
-    tree (the rest of optlang.parse only refines ising/maxcut forms, which go through parse)."""
+    """The model at every point. The text is parsed once; smooth, dro, ising and maxcut models are lowered
+    from that tree (ising/maxcut forms refined with the lowered sizes, as optlang.parse does)."""
     import optlang
     from optlang.api import Model
     from optlang.compiler import classify
     from optlang.errors import OptlangError
     from optlang.grammar.parser import parse_tree
     from optlang.ir.lower import Lowerer
+    from optlang.problem import IsingProblem
 
     def full(p: dict[str, float]) -> Any:
         return optlang.parse(src.text, base_dir=src.base_dir, params={**params, **p}, data=data, path=src.path)
 
     first = full(points[0])
-    if first.kind not in ("smooth", "dro", *BATCHED_KINDS):
+    if first.kind not in ("smooth", "dro", "ising", "maxcut", *BATCHED_KINDS):
         return [first] + [full(p) for p in points[1:]]
     tree = parse_tree(src)
     out = [first]
@@ -262,6 +275,10 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
         try:
             ir = Lowerer(src, over, data).run(tree)
             m = Model(ir, classify(ir))
+            if m.kind in ("ising", "maxcut"):  # as optlang.parse does: the planner's sizes and fields
+                q = m.compiled.problem
+                assert isinstance(q, IsingProblem)
+                m.form = replace(m.form, n_spins=q.n, nnz=int(q.J.nnz), has_field=q.has_field)
         except OptlangError as e:
             raise e.with_source(src) from None
         m.overrides = (over, dict(data))
