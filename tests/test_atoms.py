@@ -230,7 +230,67 @@ def test_latex_template_and_degree_rule(name: str) -> None:
     spec = ATOMS[name]
     k = spec.nargs[0] if spec.nargs[0] == spec.nargs[1] else 3
     args = tuple(Var(SPAN, Type(), f"x{i}") for i in range(k))
-    node = Op(SPAN, Type(), name, args, {"text": "i"} if name == "index" else {})
+    node = Op(SPAN, Type(), name, args, {"index": (1, slice(None, 2))} if name == "index" else {})
     tex = expr_latex(node)
     assert all(f"x{i}" in tex for i in range(k)), tex
     assert spec.degree([0.0] * k, [2.0] * k) == 0, name
+    if name == "index":
+        assert tex == "x0_{1, :2}", tex
+
+
+# atoms with no cvxpy form, with the reason (the cvxpy backends refuse a model using them)
+NO_CVXPY = {
+    "sin": "neither convex nor concave: no DCP form",
+    "cos": "neither convex nor concave: no DCP form",
+    "tanh": "neither convex nor concave: no DCP form",
+    "sigmoid": "neither convex nor concave: no DCP form",
+    "cut": "an indefinite quadratic form of the graph in s: no DCP form",
+}
+LEVELS = (atoms.SUM, atoms.PRODUCT, atoms.UNARY, atoms.POWER, atoms.POSTFIX, atoms.PRIMARY)
+
+
+def _polynomial(spec: atoms.AtomSpec) -> bool:
+    """Whether the degree rule calls the atom a polynomial of linear arguments (the first one, or all)."""
+    k = spec.nargs[0]
+    first = spec.degree([1.0] + [0.0] * (k - 1), [None] + [2.0] * (k - 1))
+    every = spec.degree([1.0] * k, [None] * k)
+    return first < float("inf") or every < float("inf")
+
+
+@pytest.mark.parametrize("name", list(ATOMS))
+def test_every_entry_is_complete(name: str) -> None:
+    """Each entry carries everything the pipeline reads: adding an atom is one entry in ir/atoms.py.
+
+    Shape rule, numpy and torch forms, doc, degree rule, precedence, operator text, LaTeX (the test
+    above); a cvxpy form unless NO_CVXPY says why not; an Ising/QUBO rule exactly when the degree rule
+    calls it a polynomial (ir/quadratic.py has no other way to lower it).
+    """
+    from optlang.ir.nodes import Op, Var, to_text
+
+    spec = ATOMS[name]
+    assert spec.name == name and 1 <= spec.nargs[0] <= spec.nargs[1], name
+    assert callable(spec.infer) and callable(spec.np) and callable(spec.torch) and callable(spec.degree), name
+    assert spec.doc.strip(), f"{name}: no doc (it is the hint of an arity error)"
+    assert (spec.cvx is not None) != (name in NO_CVXPY), f"{name}: a cvxpy form, or a reason in NO_CVXPY"
+    assert spec.prec in LEVELS, name
+    if spec.infix:
+        assert not spec.user and spec.nargs[0] == spec.nargs[1] == len(spec.operand_prec), name
+        assert all(p in LEVELS for p in spec.operand_prec) and spec.text, name
+    assert (spec.prec == atoms.PRIMARY) == (not spec.text), f"{name}: an operator's text, or a call's"
+    assert (spec.ising is not None) == _polynomial(spec), f"{name}: its Ising rule and degree rule disagree"
+    k = spec.nargs[0]
+    static = {"index": (0, slice(1, None))} if name == "index" else {}
+    text = to_text(Op(SPAN, Type(), name, tuple(Var(SPAN, Type(), f"x{i}") for i in range(k)), static))
+    assert all(f"x{i}" in text for i in range(k)) and "$" not in text, text
+    assert spec.infix in text and (name in text) == (spec.prec == atoms.PRIMARY), text
+    if name == "index":
+        assert text == "x0[0, 1:]", text
+
+
+def test_the_ising_hint_lists_the_table() -> None:
+    """The E402 hint is built from the entries with an Ising rule (no hand-kept list)."""
+    hint = atoms.ising_atoms()
+    for spec in ATOMS.values():
+        if spec.ising is not None and (spec.infix or spec.user):
+            assert (spec.infix or spec.name) in hint.split(", ")
+    assert "abs" not in hint.split(", ") and "^" in hint.split(", ")
