@@ -583,10 +583,30 @@ def _np_matmul(a: Any, b: Any) -> Any:
 
 
 def _cvx_pow(a: Any, b: Any) -> Any:
+    """a ^ b in cvxpy. cvxpy.power takes a scalar exponent: an array exponent is applied per distinct
+    value (one cvxpy atom each, over the elements that have it) and the pieces put back in place."""
     cp = _cp()
-    if isinstance(b, (int, float)) and float(b) == 2.0:
-        return cp.square(a)
-    return cp.power(a, b)
+    if np.ndim(b) == 0 and not sp.issparse(b):
+        if float(b) == 2.0:
+            return cp.square(a)
+        return cp.power(a, b)
+    exps = np.asarray(_dense(b), dtype=np.float64)
+    if not isinstance(a, cp.Expression):
+        a = cp.Constant(np.asarray(a, dtype=np.float64))
+    shape = np.broadcast_shapes(a.shape, exps.shape)
+    if a.shape != shape:
+        a = a + np.zeros(shape)  # a scalar base, broadcast to the exponent's shape
+    flat_e = np.broadcast_to(exps, shape).ravel()
+    values = np.unique(flat_e)
+    if values.size == 1:
+        return _cvx_pow(a, float(values[0]))
+    flat_a = _flat(a)
+    where = [np.flatnonzero(flat_e == v) for v in values]
+    pieces = cp.hstack([_cvx_pow(flat_a[idx], float(v)) for v, idx in zip(values, where, strict=True)])
+    perm = np.concatenate(where)  # element perm[k] is piece entry k
+    n = perm.size
+    P = sp.csr_matrix((np.ones(n), (perm, np.arange(n))), shape=(n, n))
+    return cp.reshape(P @ pieces, shape, order="C")
 
 
 # ------------------------------------------------------------------ elementwise functions
