@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optlang.compare.cli import add_common_arguments, parse_assignments
+from optlang.cli_common import parse_assignments
+from optlang.compare.cli import add_common_arguments
 from optlang.compare.stats import ATOL, RTOL, best_of, has_value, usable_objective
 from optlang.compare.traces import objective_trace
 from optlang.executors import Job, JobFn, execute, make_executor, stream

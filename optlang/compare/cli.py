@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from optlang.cli_common import parse_assignments, parse_options
 from optlang.compare.orchestrate import compare
-
-
-def parse_assignments(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """NAME=VALUE pairs from -p/-d; values are JSON when they parse (numbers, lists), else strings."""
-    from optlang.errors import OptionError
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise OptionError(flag, f"'{item}' is not NAME=VALUE", hint=f"for example {flag} n=20")
-        try:
-            out[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[name.strip()] = value
-    return out
-
-
-def split_backends(text: str | None) -> list[str] | None:
-    """'-b a,b -b c' → ['a', 'b', 'c']; None when not given (every applicable backend)."""
-    if not text:
-        return None
-    items = text if isinstance(text, list) else [text]
-    return [b.strip() for t in items for b in t.split(",") if b.strip()]
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,7 +47,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
     """-O pairs plus --dtype/--max-iter as the common options every run gets."""
-    options = parse_assignments(args.option, "-O")
+    options = parse_options(args.option)
     if getattr(args, "dtype", None):
         options["dtype"] = args.dtype
     if getattr(args, "max_iter", None) is not None:
