@@ -45,6 +45,26 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     cc.add_output_flags(p)
 
 
+def run_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of compare() and bench() read from the flags of `add_common_arguments`."""
+    from optlang.cli_common import backend_list
+
+    return {
+        "backends": backend_list(args),
+        "repeats": args.repeats,
+        "time_limit": args.time_limit,
+        "seed": args.seed if args.seed is not None else 0,
+        "device": args.device or "auto",
+        "params": parse_assignments(args.param, "-p"),
+        "data": parse_assignments(args.data, "-d"),
+        "options": run_options(args),
+        "executor": args.executor,
+        "scheduler": args.scheduler,
+        "workers": args.workers,
+        "progress": not args.quiet and not args.json,
+    }
+
+
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
     """-O pairs plus --dtype/--max-iter as the common options every run gets."""
     options = parse_options(args.option)
@@ -102,23 +122,7 @@ def report_format(path: str | None, fmt: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """CLI entry: 0 = done, 1 = no run produced a solution, 6 = a claimed optimum or bound is contradicted."""
-    from optlang.cli_common import backend_list
-
-    c = compare(
-        args.model,
-        backends=backend_list(args),
-        repeats=args.repeats,
-        time_limit=args.time_limit,
-        seed=args.seed if args.seed is not None else 0,
-        device=args.device or "auto",
-        params=parse_assignments(args.param, "-p"),
-        data=parse_assignments(args.data, "-d"),
-        options=run_options(args),
-        executor=args.executor,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        progress=not args.quiet and not args.json,
-    )
+    c = compare(args.model, **run_arguments(args))
     flags = c.contradictions()
     notes = [f"[dim]not run: {name} — {reason}[/dim]" for name, reason in c.refused.items()]
     notes += [f"[bold red]CONTRADICTION[/bold red] {f.sentence(c.sense)}" for f in flags]

@@ -148,5 +148,3 @@ class Comparison:
             rtol=float(d.get("rtol", RTOL)),
             command=str(d.get("command", "compare")),
         )
-
-

@@ -123,7 +123,21 @@ def _atom(
     if infix and not text:
         text = f"{infix}${{p0}}" if nargs == (1, 1) else f"${{p0}} {infix} ${{p1}}"
     ATOMS[name] = AtomSpec(
-        name, nargs, infer, np_fn, torch_fn, doc, cvx, infix, user, degree, ising, prec, operand_prec, latex, text,
+        name,
+        nargs,
+        infer,
+        np_fn,
+        torch_fn,
+        doc,
+        cvx,
+        infix,
+        user,
+        degree,
+        ising,
+        prec,
+        operand_prec,
+        latex,
+        text,
         static_text,
     )
 
@@ -620,9 +634,7 @@ def _unary(
     latex: str = "",
     ising: IsingRule | None = None,
 ) -> None:
-    _atom(
-        name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx, degree=degree, latex=latex, ising=ising
-    )
+    _atom(name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx, degree=degree, latex=latex, ising=ising)
 
 
 _unary("abs", np.abs, lambda a: a.abs(), "absolute value, elementwise", cvx=lambda a: _cp().abs(a))

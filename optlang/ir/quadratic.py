@@ -99,4 +99,3 @@ class QuadraticLowering:
             )
         site = Site(n.type.shape, n.span, tuple(a.type.shape for a in n.args))
         return rule(self.forms, site, *args, **n.static)
-
