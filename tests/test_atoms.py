@@ -242,14 +242,6 @@ def test_latex_template_and_degree_rule(name: str) -> None:
         assert tex == "x0_{1, :2}", tex
 
 
-# atoms with no cvxpy form, with the reason (the cvxpy backends refuse a model using them)
-NO_CVXPY = {
-    "sin": "neither convex nor concave: no DCP form",
-    "cos": "neither convex nor concave: no DCP form",
-    "tanh": "neither convex nor concave: no DCP form",
-    "sigmoid": "neither convex nor concave: no DCP form",
-    "cut": "an indefinite quadratic form of the graph in s: no DCP form",
-}
 LEVELS = (atoms.SUM, atoms.PRODUCT, atoms.UNARY, atoms.POWER, atoms.POSTFIX, atoms.PRIMARY)
 
 
@@ -266,7 +258,7 @@ def test_every_entry_is_complete(name: str) -> None:
     """Each entry carries everything the pipeline reads: adding an atom is one entry in ir/atoms.py.
 
     Shape rule, numpy and torch forms, doc, degree rule, precedence, operator text, LaTeX (the test
-    above); a cvxpy form unless NO_CVXPY says why not; an Ising/QUBO rule exactly when the degree rule
+    above); a cvxpy form unless `no_cvxpy` says why not; an Ising/QUBO rule exactly when the degree rule
     calls it a polynomial (ir/quadratic.py has no other way to lower it).
     """
     from optlang.ir.nodes import Op, Var, to_text
@@ -275,7 +267,7 @@ def test_every_entry_is_complete(name: str) -> None:
     assert spec.name == name and 1 <= spec.nargs[0] <= spec.nargs[1], name
     assert callable(spec.infer) and callable(spec.np) and callable(spec.torch) and callable(spec.degree), name
     assert spec.doc.strip(), f"{name}: no doc (it is the hint of an arity error)"
-    assert (spec.cvx is not None) != (name in NO_CVXPY), f"{name}: a cvxpy form, or a reason in NO_CVXPY"
+    assert (spec.cvx is None) == bool(spec.no_cvxpy), f"{name}: a cvxpy form, or the reason in no_cvxpy"
     assert spec.prec in LEVELS, name
     if spec.infix:
         assert not spec.user and spec.nargs[0] == spec.nargs[1] == len(spec.operand_prec), name

@@ -95,6 +95,7 @@ class AtomSpec:
     latex: str
     text: str
     static_text: Callable[[dict[str, Any]], str] | None  # the ${text} of its static values (an index's "i, j:k")
+    no_cvxpy: str  # why it has no cvxpy form (cvx is None); "" when it has one
 
 
 ATOMS: dict[str, AtomSpec] = {}
@@ -118,6 +119,7 @@ def _atom(
     operand_prec: tuple[int, ...] = (),
     text: str = "",
     static_text: Callable[[dict[str, Any]], str] | None = None,
+    no_cvxpy: str = "",
 ) -> None:
     """Register an atom; an operator's text defaults to its symbol between (or before) its operands."""
     if infix and not text:
@@ -139,6 +141,7 @@ def _atom(
         latex,
         text,
         static_text,
+        no_cvxpy,
     )
 
 
@@ -624,6 +627,9 @@ def _cvx_pow(a: Any, b: Any) -> Any:
 
 
 # ------------------------------------------------------------------ elementwise functions
+NO_DCP = "neither convex nor concave: no DCP form"
+
+
 def _unary(
     name: str,
     np_fn: Callable[..., Any],
@@ -633,8 +639,21 @@ def _unary(
     degree: Degree = deg_nonpolynomial,
     latex: str = "",
     ising: IsingRule | None = None,
+    no_cvxpy: str = "",
 ) -> None:
-    _atom(name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx, degree=degree, latex=latex, ising=ising)
+    _atom(
+        name,
+        (1, 1),
+        same,
+        lambda a: np_fn(_dense(a)),
+        t_fn,
+        doc,
+        cvx=cvx,
+        degree=degree,
+        latex=latex,
+        ising=ising,
+        no_cvxpy=no_cvxpy,
+    )
 
 
 _unary("abs", np.abs, lambda a: a.abs(), "absolute value, elementwise", cvx=lambda a: _cp().abs(a))
@@ -667,9 +686,16 @@ _unary(
     degree=deg_square_first,
     ising=qf.square,
 )
-_unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)")
-_unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)")
-_unary("tanh", np.tanh, lambda a: a.tanh(), "hyperbolic tangent, elementwise", latex=r"\tanh\left(${args}\right)")
+_unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)", no_cvxpy=NO_DCP)
+_unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)", no_cvxpy=NO_DCP)
+_unary(
+    "tanh",
+    np.tanh,
+    lambda a: a.tanh(),
+    "hyperbolic tangent, elementwise",
+    latex=r"\tanh\left(${args}\right)",
+    no_cvxpy=NO_DCP,
+)
 _unary(
     "relu",
     lambda a: np.maximum(a, 0.0),
@@ -684,7 +710,9 @@ _unary(
     "log(1 + eˣ), elementwise",
     cvx=lambda a: _cp().logistic(a),
 )
-_unary("sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)), lambda a: a.sigmoid(), "1 / (1 + e⁻ˣ), elementwise")
+_unary(
+    "sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)), lambda a: a.sigmoid(), "1 / (1 + e⁻ˣ), elementwise", no_cvxpy=NO_DCP
+)
 
 _atom(
     "maximum",
@@ -850,6 +878,7 @@ _atom(
     "cut(G, s) = Σ over edges w_ij (1 − s_i s_j) / 2, s a ±1 vector of length G.n",
     degree=_deg_cut,
     ising=qf.cut,
+    no_cvxpy="an indefinite quadratic form of the graph in s: no DCP form",
 )
 
 
