@@ -96,6 +96,7 @@ class AtomSpec:
     text: str
     static_text: Callable[[dict[str, Any]], str] | None  # the ${text} of its static values (an index's "i, j:k")
     no_cvxpy: str  # why it has no cvxpy form (cvx is None); "" when it has one
+    sparse_args: bool  # its numpy form takes scipy sparse arguments as they are (else it densifies them)
 
 
 ATOMS: dict[str, AtomSpec] = {}
@@ -120,6 +121,7 @@ def _atom(
     text: str = "",
     static_text: Callable[[dict[str, Any]], str] | None = None,
     no_cvxpy: str = "",
+    sparse_args: bool = False,
 ) -> None:
     """Register an atom; an operator's text defaults to its symbol between (or before) its operands."""
     if infix and not text:
@@ -142,6 +144,7 @@ def _atom(
         text,
         static_text,
         no_cvxpy,
+        sparse_args,
     )
 
 
@@ -520,6 +523,7 @@ _atom(
     ising=qf.matmul,
     prec=PRODUCT,
     operand_prec=(PRODUCT, UNARY),
+    sparse_args=True,
 )
 _atom(
     "transpose",
@@ -553,6 +557,7 @@ _atom(
     operand_prec=(POSTFIX,),
     text="${p0}[${text}]",
     static_text=index_text,
+    sparse_args=True,
 )
 _atom(
     "array",
@@ -868,6 +873,7 @@ _atom(
     degree=deg_square_first,
     latex=r"${a0}^\top ${a1} ${a0}",
     ising=qf.quad,
+    sparse_args=True,
 )
 _atom(
     "cut",
@@ -879,6 +885,7 @@ _atom(
     degree=_deg_cut,
     ising=qf.cut,
     no_cvxpy="an indefinite quadratic form of the graph in s: no DCP form",
+    sparse_args=True,
 )
 
 

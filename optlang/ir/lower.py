@@ -1416,9 +1416,7 @@ def estimate_bytes(atom: str, args: list[Node], typ: Type) -> float:
     if typ.sparse:
         return 24.0 * sum(_nnz(v) for v in sparse_in) + 8.0 * (typ.shape[0] if typ.shape else 1)
     out = memory.dense_bytes(typ.shape)
-    if atom not in ("matmul", "index", "cut", "quad", "mul", "div", "dot"):
-        out += sum(memory.dense_bytes(v.shape) for v in sparse_in)  # _dense() copies
-    elif atom in ("mul", "div", "dot") and sparse_in and not typ.sparse:
+    if not ATOMS[atom].sparse_args:  # a dense result from sparse operands: their _dense() copies
         out += sum(memory.dense_bytes(v.shape) for v in sparse_in)
     return out
 
