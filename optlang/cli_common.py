@@ -179,13 +179,15 @@ def quiet_broken_pipe() -> None:
 
 
 def parse_options(items: Sequence[str] | None) -> dict[str, Any]:
-    """-O KEY=VALUE pairs (solve, compare, bench); values read as -p values are (`parse_value`)."""
+    """-O KEY=VALUE pairs (solve, compare, bench): true/false as in a solver block, else read as -p
+    values are (`parse_value`: numbers, JSON lists, else the string)."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, v = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"-O must be KEY=VALUE, got '{item}'")
-        out[key.strip()] = parse_value(v.strip())
+        text = v.strip()
+        out[key.strip()] = text == "true" if text in ("true", "false") else parse_value(text)
     return out
 
 

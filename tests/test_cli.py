@@ -71,3 +71,20 @@ def test_p_values_read_the_same_in_solve_and_compare(tmp_path) -> None:
     assert compared["params"] == {"k": 7}
     (run,) = compared["results"]
     assert abs(run["values"]["x"] - solved["values"]["x"]) < 1e-6
+
+
+def test_option_booleans_read_as_in_a_solver_block() -> None:
+    """-O key=true/false is a boolean, as `key = true` in a solver block (it was the string 'true' in solve)."""
+    from optlang.cli_common import parse_options
+
+    assert parse_options(["local_search=false", "n=3", "lr=1e-2", "name=abc", "xs=[1, 2]"]) == {
+        "local_search": False,
+        "n": 3,
+        "lr": 0.01,
+        "name": "abc",
+        "xs": [1, 2],
+    }
+    petersen = str(ROOT / "models" / "maxcut_petersen.opt")
+    code, out, err = _run("solve", petersen, "-b", "gnnsdp", "-O", "local_search=false", "--json", "--seed", "0")
+    assert code == 0, err
+    assert json.loads(out)["status"] in ("optimal", "feasible", "time_limit")
