@@ -2,8 +2,9 @@
 
 Usage: .venv/bin/python benchmarks/maxcut_scale.py [--quick] [--sizes 10000,100000,1000000]
        [--times 10,30,300] [--graphs regular3,torus] [--device cpu|cuda] [--methods specann,neal]
-Graphs: random 3-regular (configuration model, loops/multi-edges dropped) and a 2-D torus, both with
-±1 weights, seeded. Each run is its own subprocess, so its peak memory (ru_maxrss) is its own.
+Graphs: random simple 3-regular and a 2-D torus, both with ±1 weights, seeded, drawn by the
+language's generators (optlang.data through benchmarks/graphs.py). Each run is its own subprocess,
+so its peak memory (ru_maxrss) is its own.
 Columns: time to the first cut, the first cut, the cut at the limit, wall time, peak memory, and
 the specann/neal cut ratio. Numbers were measured on a shared, loaded 2-core CPU unless noted.
 """
@@ -26,27 +27,18 @@ sys.path.insert(0, str(ROOT))
 
 
 def regular3(n: int, seed: int) -> sp.csr_matrix:
-    """A random (nearly) 3-regular graph with ±1 weights: paired stubs, loops and repeats dropped."""
-    rng = np.random.default_rng(seed)
-    stubs = rng.permutation(np.repeat(np.arange(n, dtype=np.int64), 3))
-    if len(stubs) % 2:
-        stubs = stubs[:-1]
-    i, j = stubs[0::2], stubs[1::2]
-    lo, hi = np.minimum(i, j), np.maximum(i, j)
-    key = np.unique(lo[lo != hi] * n + hi[lo != hi])
-    return _sym(key // n, key % n, rng.choice([-1.0, 1.0], size=len(key)), n)
+    """A random simple 3-regular graph with ±1 weights (the language's random_regular; n rounded up to even)."""
+    from benchmarks.graphs import random_regular
+
+    return random_regular(n + n % 2, 3, np.random.default_rng(seed), signed=True)
 
 
 def torus(n: int, seed: int) -> sp.csr_matrix:
-    """An L × L torus (L = ⌊√n⌋) with ±1 weights on its 2L² edges (benchmarks/graphs.torus; same draws)."""
+    """An L × L torus (L = ⌊√n⌋) with ±1 weights on its 2L² edges (the language's torus)."""
     from benchmarks.graphs import torus as torus_graph
 
     L = int(np.sqrt(n))
     return torus_graph(L, L, np.random.default_rng(seed), signed=True)
-
-
-def _sym(i: np.ndarray, j: np.ndarray, w: np.ndarray, n: int) -> sp.csr_matrix:
-    return sp.coo_matrix((np.concatenate([w, w]), (np.concatenate([i, j]), np.concatenate([j, i]))), (n, n)).tocsr()
 
 
 def worker(graph: str, n: int, method: str, tl: float, device: str, seed: int) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optlang.compare.cli import add_common_arguments, parse_assignments
+from optlang.compare.cli import add_common_arguments
 from optlang.compare.stats import ATOL, RTOL, best_of, has_value, usable_objective
 from optlang.compare.traces import objective_trace
 from optlang.executors import Job, JobFn, execute, make_executor, stream
@@ -476,26 +476,9 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """CLI entry: 0 = done, 1 = no run produced a solution."""
-    from optlang.cli_common import backend_list
-    from optlang.compare.cli import print_outputs, run_options
+    from optlang.compare.cli import print_outputs, run_arguments
 
-    b = bench(
-        args.suite,
-        backends=backend_list(args),
-        repeats=args.repeats,
-        time_limit=args.time_limit,
-        seed=args.seed if args.seed is not None else 0,
-        device=args.device or "auto",
-        params=parse_assignments(args.param, "-p"),
-        data=parse_assignments(args.data, "-d"),
-        results_path=args.results,
-        executor=args.executor,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        progress=not args.quiet and not args.json,
-        retry_errors=args.retry_errors,
-        options=run_options(args),
-    )
+    b = bench(args.suite, results_path=args.results, retry_errors=args.retry_errors, **run_arguments(args))
     notes = [f"[red]model {m.name} did not load:[/red] {m.error}" for m in b.models if m.error]
     print_outputs(b, args, notes)
     return 0 if any(r.status.has_solution for _, r in b.rows) else 1

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from optlang import guard
-from optlang.cli_common import UsageError, parse_assignments, parse_value
+from optlang.cli_common import UsageError, parse_assignments
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_USAGE, EXIT_MODEL, EXIT_PLAN, EXIT_SOLVE, EXIT_INTERRUPT = 0, 1, 2, 3, 4, 5, 130
 
@@ -272,10 +272,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from optlang.display import Progress, print_result
 
     m = _load(args)
-    try:
-        options = parse_options(args.option, parse_value)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    options = parse_options(args.option)
     progress = Progress(enabled=not args.quiet and not args.json and sys.stderr.isatty())
     try:
         r = m.solve(

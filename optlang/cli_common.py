@@ -178,14 +178,16 @@ def quiet_broken_pipe() -> None:
         pass
 
 
-def parse_options(items: Sequence[str] | None, value: Any) -> dict[str, Any]:
-    """-O KEY=VALUE pairs; `value` converts the text (numbers, lists, else the string)."""
+def parse_options(items: Sequence[str] | None) -> dict[str, Any]:
+    """-O KEY=VALUE pairs (solve, compare, bench): true/false as in a solver block, else read as -p
+    values are (`parse_value`: numbers, JSON lists, else the string)."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, v = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"-O must be KEY=VALUE, got '{item}'")
-        out[key.strip()] = value(v.strip())
+            raise UsageError(f"-O must be KEY=VALUE, got '{item}'")
+        text = v.strip()
+        out[key.strip()] = text == "true" if text in ("true", "false") else parse_value(text)
     return out
 
 
@@ -193,8 +195,9 @@ class UsageError(Exception):
     """A command line that cannot be read (exit 2)."""
 
 
-def parse_assignments(items: list[str] | None, what: str) -> dict[str, Any]:
-    """-p/-d NAME=VALUE pairs: -p values are numbers, JSON lists or paths; -d values are paths."""
+def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
+    """-p/-d NAME=VALUE pairs, the one reader for every subcommand (check, plan, solve, sweep, compare,
+    bench): -p values are numbers, JSON lists or paths; -d values are paths."""
     out: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:

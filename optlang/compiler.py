@@ -18,7 +18,7 @@ import numpy as np
 
 from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
-from optlang.ir.atoms import ATOMS
+from optlang.ir.atoms import ATOMS, ising_atoms
 from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
 from optlang.ir.model import ModelIR
 from optlang.ir.nodes import Const, Node, Op, Var
@@ -116,13 +116,13 @@ def classify(ir: ModelIR) -> Form:
         if math.isinf(deg):
             bad = _first_high_degree(obj.expr, 2)
             atom = getattr(bad, "atom", None) or "this expression"
-            what = {"div": "/", "pow": "^", "neg": "-"}.get(atom, atom)
+            what = ATOMS[atom].infix or atom if atom in ATOMS else atom
             errors.append(
                 KindError(
                     f"'{what}' makes the objective non-polynomial in the spin/binary variables",
                     bad.span,
                     hint="Ising and QUBO objectives are polynomials of degree at most 2 (for a spin, abs(s) = 1 "
-                    "and s^2 = 1): use +, -, *, ^2, @, sum, dot, quad, sumsq, cut",
+                    f"and s^2 = 1): use {ising_atoms()}",
                     code="E402",
                 )
             )

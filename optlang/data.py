@@ -638,6 +638,11 @@ def _symmetrize(A: sp.csr_matrix) -> sp.csr_matrix:
 
 
 # ------------------------------------------------------------------ generators
+# The one family of seeded graph generators: the language's erdos_renyi / random_regular / torus, and
+# benchmarks/graphs.py (benchmarks, tests, scripts/train_gnnsdp.py) call these. Memory-bounded at
+# millions of nodes (no n × n arrays, sizes checked before drawing) and free of optional dependencies.
+# `seed` is an int (the language's seed = k: same seed, same graph) or a numpy Generator to draw from.
+Seed = int | np.random.Generator | None
 REGULAR_TRIES = 20  # fresh pairings before repairing the last one by switches (bounded either way)
 
 
@@ -681,7 +686,7 @@ def _check_nodes(what: str, n: int, span: Span | None) -> None:
         raise DataError(f"{what} needs 1 to {MAX_NODES} nodes, got {n}", span, code="E606")
 
 
-def erdos_renyi(n: int, p: float, seed: int | None, weights: str, span: Span | None) -> Graph:
+def erdos_renyi(n: int, p: float, seed: Seed, weights: str, span: Span | None) -> Graph:
     """G(n, p): the number of edges is Binomial(n(n−1)/2, p), the pairs drawn without replacement."""
     if n < 1 or not 0.0 <= p <= 1.0:
         raise DataError(f"erdos_renyi needs n ≥ 1 and 0 ≤ p ≤ 1, got n = {n}, p = {p}", span, code="E606")
@@ -730,7 +735,7 @@ class _EdgeSet:
         self.delta[new] = self.delta.get(new, 0) + 1
 
 
-def random_regular(n: int, d: int, seed: int | None, weights: str, span: Span | None) -> Graph:
+def random_regular(n: int, d: int, seed: Seed, weights: str, span: Span | None) -> Graph:
     """A random simple d-regular graph: the configuration model, with bounded work.
 
     Up to REGULAR_TRIES stub pairings are drawn when d ≤ 3 (one otherwise: a pairing is then simple
@@ -810,7 +815,7 @@ def _sorted_unique(a: np.ndarray) -> np.ndarray:
     return a[np.concatenate(([True], a[1:] != a[:-1]))] if a.size else a
 
 
-def torus(rows: int, cols: int, seed: int | None, weights: str, span: Span | None) -> Graph:
+def torus(rows: int, cols: int, seed: Seed, weights: str, span: Span | None) -> Graph:
     """A 2-D periodic grid rows × cols (torus(1, n) is a ring of n nodes); repeated edges merged."""
     if rows < 1 or cols < 1 or rows * cols < 2:
         raise DataError(f"torus needs at least two nodes, got {rows} × {cols}", span, code="E606")

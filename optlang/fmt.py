@@ -24,13 +24,11 @@ from lark import Lark, Token, Tree
 
 from optlang.errors import OptlangError
 from optlang.grammar.parser import make_parser, parse_tree
+from optlang.ir.atoms import ATOMS, POSTFIX, POWER, PRIMARY, UNARY
 from optlang.source import Source
 
 WIDTH = 100  # a solver block longer than this is written one option per line
 
-# precedence levels of the grammar's expression rules (higher binds tighter)
-SUM, PRODUCT, UNARY, POWER, POSTFIX, ATOM = 1, 2, 3, 4, 5, 6
-_BINARY = {"add": ("+", SUM), "sub": ("-", SUM), "mul": ("*", PRODUCT), "div": ("/", PRODUCT), "matmul": ("@", PRODUCT)}
 _CONSTRAINT = {"con_le": "<=", "con_ge": ">=", "con_eq": "=="}
 
 
@@ -248,15 +246,17 @@ class _Printer:
 
     def _expr(self, t: Any) -> tuple[str, int]:
         if isinstance(t, Token):
-            return str(t), ATOM
+            return str(t), PRIMARY
         d, c = t.data, t.children
-        if d in _BINARY:
-            op, prec = _BINARY[d]
-            return f"{self.expr(c[0], prec)} {op} {self.expr(c[1], prec + 1 if prec == SUM else UNARY)}", prec
-        if d in ("neg", "pos"):
-            return ("-" if d == "neg" else "+") + self.expr(c[0], UNARY), UNARY
-        if d == "pow":
-            return f"{self.expr(c[0], POSTFIX)}^{self.expr(c[1], UNARY)}", POWER
+        spec = ATOMS.get(d)
+        if spec is not None and spec.infix:  # an operator: the grammar names its rule after its atom
+            ops = [self.expr(x, need) for x, need in zip(c, spec.operand_prec, strict=True)]
+            if len(ops) == 1:
+                return spec.infix + ops[0], spec.prec
+            sep = "" if spec.prec == POWER else " "  # `^` unspaced, other binary operators spaced
+            return f"{ops[0]}{sep}{spec.infix}{sep}{ops[1]}", spec.prec
+        if d == "pos":  # unary plus is dropped by the lowering: no atom
+            return "+" + self.expr(c[0], UNARY), UNARY
         if d == "subscript":
             return f"{self.expr(c[0], POSTFIX)}[" + ", ".join(self.index(i) for i in c[1:]) + "]", POSTFIX
         if d == "attr":
@@ -265,12 +265,12 @@ class _Printer:
                 base = f"({base})"
             return f"{base}.{c[1]}", POSTFIX
         if d in ("number", "string", "name"):
-            return str(c[0]), ATOM
+            return str(c[0]), PRIMARY
         if d == "call":
             args = [a for a in c[1:] if a is not None]
-            return f"{c[0]}(" + ", ".join(self.arg(a) for a in args) + ")", ATOM
+            return f"{c[0]}(" + ", ".join(self.arg(a) for a in args) + ")", PRIMARY
         if d == "array":
-            return "[" + ", ".join(self.expr(x) for x in c) + "]", ATOM
+            return "[" + ", ".join(self.expr(x) for x in c) + "]", PRIMARY
         raise AssertionError(f"unhandled expression {d}")
 
     def index(self, t: Any) -> str:

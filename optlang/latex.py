@@ -5,7 +5,7 @@ from __future__ import annotations
 from string import Template
 from typing import TYPE_CHECKING
 
-from optlang.ir.atoms import ATOMS
+from optlang.ir.atoms import ATOMS, SUM
 from optlang.ir.nodes import Const, Node, Op, Var
 
 if TYPE_CHECKING:
@@ -25,7 +25,8 @@ def expr_latex(n: Node) -> str:
     a = [expr_latex(x) for x in n.args]
     spec = ATOMS.get(n.atom)
     template = spec.latex if spec is not None and spec.latex else rf"\operatorname{{{n.atom}}}\left(${{args}}\right)"
-    fields = {"args": ", ".join(a), "text": str(n.static.get("text", ""))}
+    text = spec.static_text(n.static) if spec is not None and spec.static_text else ""
+    fields = {"args": ", ".join(a), "text": text}
     for i, (arg, s) in enumerate(zip(n.args, a, strict=True)):
         fields[f"a{i}"] = s
         fields[f"p{i}"] = _p(arg, s)
@@ -33,7 +34,8 @@ def expr_latex(n: Node) -> str:
 
 
 def _p(n: Node, s: str) -> str:
-    return f"\\left({s}\\right)" if isinstance(n, Op) and n.atom in ("add", "sub") else s
+    """An argument's LaTeX, parenthesized when it is a sum (products read unambiguously in LaTeX)."""
+    return f"\\left({s}\\right)" if isinstance(n, Op) and ATOMS[n.atom].prec <= SUM else s
 
 
 def model_latex(ir: ModelIR) -> str:

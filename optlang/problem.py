@@ -14,7 +14,8 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-Kind = Literal["ising", "maxcut", "bilevel", "minimax", "dro", "multiobjective", "smooth", "general_bilevel"]
+# The problem kinds, one backends/<kind>/ wing each (tests/test_architecture.py checks wings, registry
+# and classification against this list): a new kind starts here.
 KINDS: tuple[str, ...] = (
     "ising",
     "maxcut",

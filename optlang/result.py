@@ -277,7 +277,14 @@ def _unnum(x: Any) -> float | None:
 
 
 def jsonable(obj: Any) -> Any:
-    """obj with numpy values as Python ones, non-finite floats as "nan"/"inf" strings, anything else str()."""
+    """obj as plain JSON values: the one converter of every JSON output (Result, sweep records,
+    comparison params, backend info).
+
+    Policy: numpy scalars and arrays become Python numbers and lists; dict keys become strings;
+    non-finite floats become the strings "nan", "inf", "-inf" (JSON has no such numbers; null would
+    lose which one it was, and `Result.from_dict` reads the strings back); anything else becomes str().
+    The output passes json.dumps(..., allow_nan=False).
+    """
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from optlang.errors import OptionError
-from optlang.result import Result
+from optlang.result import Result, jsonable
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -139,7 +139,7 @@ class SweepResult:
             "batched": self.batched,
             "timing": dict(self.timing),
             "points": self.points,
-            "records": [{k: _jsonable(v) for k, v in r.items()} for r in self.records()],
+            "records": jsonable(self.records()),
             "results": [r.to_dict() for r in self.results],
         }
 
@@ -196,12 +196,6 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
 
 
 # ----------------------------------------------------------------------------- running

@@ -98,3 +98,24 @@ def test_result_and_status_sit_below_the_backends() -> None:
     assert not any(t.startswith("optlang.backends") for t in g.successors("optlang.result"))
     assert not any(t == "optlang.api" for t in g.successors("optlang.verify"))
     assert not any(t == "optlang.api" for t in g.successors("optlang.latex"))
+
+
+def test_kinds_wings_and_registry_agree() -> None:
+    """problem.KINDS is the one list of kinds: each has a wing, every backend solves only listed kinds,
+    and the registry's kind strings (read without importing) match the classes'."""
+    from optlang.problem import KINDS
+
+    wings = {p.name for p in (PKG / "backends").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert set(KINDS) <= wings, f"kinds without a backends/ wing: {set(KINDS) - wings}"
+    for name in registry.BACKENDS:
+        assert registry.get(name).kinds <= set(KINDS), name
+    for kind in KINDS:
+        assert any(kind in registry.get(n).kinds for n in registry.BACKENDS), f"no backend solves {kind}"
+
+
+def test_every_model_classifies_into_a_listed_kind() -> None:
+    import optlang
+    from optlang.problem import KINDS
+
+    for path in sorted((PKG.parent / "models").glob("*.opt")):
+        assert optlang.load(str(path)).kind in KINDS, path.name

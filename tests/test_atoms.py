@@ -32,9 +32,6 @@ POSITIVE = {"log", "log1p", "sqrt", "pow", "div"}
 # atoms that cannot be sampled, with the reason
 UNSAMPLED: dict[str, str] = {}
 
-# inputs a cvxpy implementation does not take, with the reason (skipped in the cvxpy comparison only)
-CVX_GAPS = {"pow": "an array exponent: cvxpy.power takes a scalar p"}
-
 Case = tuple[tuple[Any, ...], dict[str, Any]]
 
 
@@ -60,7 +57,16 @@ def _quad_case(rng: np.random.Generator) -> list[Case]:
 
 def _pow_case(rng: np.random.Generator) -> list[Case]:
     x = _vec(rng, 7, True)
-    return [((x, 2.0), {}), ((x, 3.0), {}), ((x, 0.5), {}), ((x, _vec(rng, 7, True)), {})]
+    repeated = rng.choice([0.5, 2.0, 3.0, -1.0], size=(3, 4))  # an array exponent with repeated values
+    return [
+        ((x, 2.0), {}),
+        ((x, 3.0), {}),
+        ((x, 0.5), {}),
+        ((x, _vec(rng, 7, True)), {}),
+        ((_mat(rng, (3, 4), True), repeated), {}),
+        ((1.5, _vec(rng, 7, True)), {}),  # a scalar base with an array exponent
+        ((x, np.full(7, 3.0)), {}),
+    ]
 
 
 # samplers for atoms whose shape rule is specific to them
@@ -166,8 +172,6 @@ def test_numpy_cvxpy_agree(name: str) -> None:
     sampler = _sampler(name)
     assert sampler is not None
     for args, kw in sampler(rng):
-        if name == "pow" and np.ndim(args[1]) > 0:
-            continue  # cvxpy's power takes a scalar exponent only (see CVX_GAPS)
         ref = _as_array(spec.np(*args, **kw))
         # the first argument stands in for an expression; the rest are constants, as ir/evaluate.py passes them
         first = cp.Constant(args[0]) if isinstance(args[0], np.ndarray) else args[0]
@@ -230,7 +234,77 @@ def test_latex_template_and_degree_rule(name: str) -> None:
     spec = ATOMS[name]
     k = spec.nargs[0] if spec.nargs[0] == spec.nargs[1] else 3
     args = tuple(Var(SPAN, Type(), f"x{i}") for i in range(k))
-    node = Op(SPAN, Type(), name, args, {"text": "i"} if name == "index" else {})
+    node = Op(SPAN, Type(), name, args, {"index": (1, slice(None, 2))} if name == "index" else {})
     tex = expr_latex(node)
     assert all(f"x{i}" in tex for i in range(k)), tex
     assert spec.degree([0.0] * k, [2.0] * k) == 0, name
+    if name == "index":
+        assert tex == "x0_{1, :2}", tex
+
+
+LEVELS = (atoms.SUM, atoms.PRODUCT, atoms.UNARY, atoms.POWER, atoms.POSTFIX, atoms.PRIMARY)
+
+
+def _polynomial(spec: atoms.AtomSpec) -> bool:
+    """Whether the degree rule calls the atom a polynomial of linear arguments (the first one, or all)."""
+    k = spec.nargs[0]
+    first = spec.degree([1.0] + [0.0] * (k - 1), [None] + [2.0] * (k - 1))
+    every = spec.degree([1.0] * k, [None] * k)
+    return first < float("inf") or every < float("inf")
+
+
+@pytest.mark.parametrize("name", list(ATOMS))
+def test_every_entry_is_complete(name: str) -> None:
+    """Each entry carries everything the pipeline reads: adding an atom is one entry in ir/atoms.py.
+
+    Shape rule, numpy and torch forms, doc, degree rule, precedence, operator text, LaTeX (the test
+    above); a cvxpy form unless `no_cvxpy` says why not; an Ising/QUBO rule exactly when the degree rule
+    calls it a polynomial (ir/quadratic.py has no other way to lower it).
+    """
+    from optlang.ir.nodes import Op, Var, to_text
+
+    spec = ATOMS[name]
+    assert spec.name == name and 1 <= spec.nargs[0] <= spec.nargs[1], name
+    assert callable(spec.infer) and callable(spec.np) and callable(spec.torch) and callable(spec.degree), name
+    assert spec.doc.strip(), f"{name}: no doc (it is the hint of an arity error)"
+    assert (spec.cvx is None) == bool(spec.no_cvxpy), f"{name}: a cvxpy form, or the reason in no_cvxpy"
+    assert spec.prec in LEVELS, name
+    if spec.infix:
+        assert not spec.user and spec.nargs[0] == spec.nargs[1] == len(spec.operand_prec), name
+        assert all(p in LEVELS for p in spec.operand_prec) and spec.text, name
+    assert (spec.prec == atoms.PRIMARY) == (not spec.text), f"{name}: an operator's text, or a call's"
+    assert (spec.ising is not None) == _polynomial(spec), f"{name}: its Ising rule and degree rule disagree"
+    k = spec.nargs[0]
+    static = {"index": (0, slice(1, None))} if name == "index" else {}
+    text = to_text(Op(SPAN, Type(), name, tuple(Var(SPAN, Type(), f"x{i}") for i in range(k)), static))
+    assert all(f"x{i}" in text for i in range(k)) and "$" not in text, text
+    assert spec.infix in text and (name in text) == (spec.prec == atoms.PRIMARY), text
+    if name == "index":
+        assert text == "x0[0, 1:]", text
+
+
+def test_the_ising_hint_lists_the_table() -> None:
+    """The E402 hint is built from the entries with an Ising rule (no hand-kept list)."""
+    hint = atoms.ising_atoms()
+    for spec in ATOMS.values():
+        if spec.ising is not None and (spec.infix or spec.user):
+            assert (spec.infix or spec.name) in hint.split(", ")
+    assert "abs" not in hint.split(", ") and "^" in hint.split(", ")
+
+
+@pytest.mark.skipif(not HAS_CVXPY, reason="cvxpy is not installed")
+def test_an_array_exponent_solves_in_cvxpy() -> None:
+    """x ^ p with p an array reaches cvxpy as a DCP expression (convex here) and solves to the known optimum."""
+    import cvxpy as cp
+
+    import optlang
+    from optlang.ir.evaluate import cvxpy_expr
+
+    m = optlang.parse("param p = [1, 2, 3, 2]\nvar x[4] in [0.5, 2]\nminimize sum(x ^ p)\n")
+    x = cp.Variable(4)
+    expr = cvxpy_expr(m.ir.objective.expr, {"x": x})
+    assert expr.is_dcp() and expr.is_convex()
+    prob = cp.Problem(cp.Minimize(expr), [x >= 0.5, x <= 2])
+    prob.solve()
+    assert prob.value == pytest.approx(0.5 + 0.25 + 0.125 + 0.25, abs=1e-6)
+    np.testing.assert_allclose(x.value, 0.5, atol=1e-5)

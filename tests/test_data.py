@@ -111,3 +111,24 @@ def test_matrix_market_graph_with_edges_in_both_triangles(tmp_path) -> None:
     scipy.io.mmwrite(str(tmp_path / "s.mtx"), S)
     g = optlang.parse('graph G = load("s.mtx")\nmaxcut G\n', base_dir=tmp_path).ir.graphs["G"]
     assert g.m == 3 and g.W.max() == 1.0
+
+
+def test_one_graph_generator_family() -> None:
+    """benchmarks/graphs.py (benchmarks, tests, GNN training) draws through the language's generators:
+    a model's `graph G = f(..., seed = k)` and the benchmark family with default_rng(k) are one graph."""
+    import optlang
+    from benchmarks import graphs
+
+    m = optlang.parse(
+        'graph A = erdos_renyi(60, 0.1, seed = 3, weights = "signed")\n'
+        'graph B = random_regular(50, 3, seed = 4)\ngraph C = torus(4, 6, seed = 5, weights = "signed")\n'
+        "spin s[60]\nmaximize cut(A, s)\n"
+    )
+    ref = {
+        "A": graphs.erdos_renyi(60, 0.1, np.random.default_rng(3), signed=True),
+        "B": graphs.random_regular(50, 3, np.random.default_rng(4)),
+        "C": graphs.torus(4, 6, np.random.default_rng(5), signed=True),
+    }
+    for name, W in ref.items():
+        assert abs(m.graphs[name].W - W).max() == 0, name
+    assert graphs.generate("regular", 40, np.random.default_rng(0)).shape[0] in (40, 41)

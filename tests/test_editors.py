@@ -21,7 +21,6 @@ from optlang.ir.atoms import AMBIGUITY_FUNCS, ATOMS, GENERATORS
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAMMAR = (ROOT / "optlang" / "grammar" / "optlang.lark").read_text(encoding="utf-8")
-OPERATOR_ATOMS = {"add", "sub", "mul", "div", "matmul", "neg", "pow", "index", "array", "transpose"}
 MODELS = sorted((ROOT / "models").glob("*.opt"))
 
 
@@ -42,7 +41,14 @@ def test_word_lists_match_the_grammar() -> None:
 
 
 def test_function_list_matches_the_registry() -> None:
-    assert set(editors.FUNCTIONS) == (set(ATOMS) - OPERATOR_ATOMS) | set(GENERATORS) | set(AMBIGUITY_FUNCS)
+    """Every name a model may call is highlighted as a function, and nothing else (operators are not)."""
+    callable_names = {n for n, s in ATOMS.items() if s.user} | set(GENERATORS) | set(AMBIGUITY_FUNCS)
+    assert set(editors.FUNCTIONS) == callable_names and len(editors.FUNCTIONS) == len(callable_names)
+    lexer = OptlangLexer()
+    for name in sorted(callable_names):
+        tokens = [(t, v) for t, v in lexer.get_tokens(f"{name}(x)") if v.strip()]
+        assert tokens[0] == (Name.Builtin, name), (name, tokens[:2])
+    assert not any(s.user for s in ATOMS.values() if s.infix)
 
 
 def test_committed_textmate_grammar_is_generated() -> None:

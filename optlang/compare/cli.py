@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from optlang.cli_common import parse_assignments, parse_options
 from optlang.compare.orchestrate import compare
-
-
-def parse_assignments(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """NAME=VALUE pairs from -p/-d; values are JSON when they parse (numbers, lists), else strings."""
-    from optlang.errors import OptionError
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise OptionError(flag, f"'{item}' is not NAME=VALUE", hint=f"for example {flag} n=20")
-        try:
-            out[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[name.strip()] = value
-    return out
-
-
-def split_backends(text: str | None) -> list[str] | None:
-    """'-b a,b -b c' → ['a', 'b', 'c']; None when not given (every applicable backend)."""
-    if not text:
-        return None
-    items = text if isinstance(text, list) else [text]
-    return [b.strip() for t in items for b in t.split(",") if b.strip()]
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -69,9 +45,29 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     cc.add_output_flags(p)
 
 
+def run_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of compare() and bench() read from the flags of `add_common_arguments`."""
+    from optlang.cli_common import backend_list
+
+    return {
+        "backends": backend_list(args),
+        "repeats": args.repeats,
+        "time_limit": args.time_limit,
+        "seed": args.seed if args.seed is not None else 0,
+        "device": args.device or "auto",
+        "params": parse_assignments(args.param, "-p"),
+        "data": parse_assignments(args.data, "-d"),
+        "options": run_options(args),
+        "executor": args.executor,
+        "scheduler": args.scheduler,
+        "workers": args.workers,
+        "progress": not args.quiet and not args.json,
+    }
+
+
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
     """-O pairs plus --dtype/--max-iter as the common options every run gets."""
-    options = parse_assignments(args.option, "-O")
+    options = parse_options(args.option)
     if getattr(args, "dtype", None):
         options["dtype"] = args.dtype
     if getattr(args, "max_iter", None) is not None:
@@ -126,23 +122,7 @@ def report_format(path: str | None, fmt: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """CLI entry: 0 = done, 1 = no run produced a solution, 6 = a claimed optimum or bound is contradicted."""
-    from optlang.cli_common import backend_list
-
-    c = compare(
-        args.model,
-        backends=backend_list(args),
-        repeats=args.repeats,
-        time_limit=args.time_limit,
-        seed=args.seed if args.seed is not None else 0,
-        device=args.device or "auto",
-        params=parse_assignments(args.param, "-p"),
-        data=parse_assignments(args.data, "-d"),
-        options=run_options(args),
-        executor=args.executor,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        progress=not args.quiet and not args.json,
-    )
+    c = compare(args.model, **run_arguments(args))
     flags = c.contradictions()
     notes = [f"[dim]not run: {name} — {reason}[/dim]" for name, reason in c.refused.items()]
     notes += [f"[bold red]CONTRADICTION[/bold red] {f.sentence(c.sense)}" for f in flags]

@@ -6,7 +6,6 @@ Holds no running and no rendering; summaries and flags are computed from the Res
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +23,7 @@ from optlang.compare.stats import (
     summarize,
     tightest_bound,
 )
-from optlang.result import Result
+from optlang.result import Result, jsonable
 
 # Notebook display: report/ registers its renderers here when imported (orchestrate imports it), so the
 # data class never imports the renderers that import it. format -> render(comparison) -> text
@@ -107,7 +106,7 @@ class Comparison:
             "time_limit_source": self.time_limit_source,
             "seeds": list(self.seeds),
             "device": self.device,
-            "params": _jsonable(self.params),
+            "params": jsonable(self.params),
             "created": self.created,
             "atol": self.atol,
             "rtol": self.rtol,
@@ -149,7 +148,3 @@ class Comparison:
             rtol=float(d.get("rtol", RTOL)),
             command=str(d.get("command", "compare")),
         )
-
-
-def _jsonable(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, default=str))

@@ -1,8 +1,10 @@
 """Editor support: the Pygments lexer (`pygmentize -l optlang`) and the TextMate grammar generator.
 
-Both list the language's keywords and built-in functions; tests/test_editors.py checks them against the
-lark grammar and the function registry so they cannot drift apart.
+Both list the language's keywords and built-in functions: the keywords are checked against the lark
+grammar by tests/test_editors.py; the functions are read from the atom table (ir/atoms.py).
 """
+
+from optlang.ir.atoms import AMBIGUITY_FUNCS, user_functions
 
 # Words of the grammar (optlang.lark), declarations first; `subject to` and `max over` are two-word keywords.
 DECLARATIONS = ("model", "param", "data", "graph", "var", "spin", "binary", "let", "solver")
@@ -10,12 +12,6 @@ KEYWORDS = ("minimize", "maximize", "maxcut", "robust", "within", "prefer", "in"
 DOMAINS = ("simplex", "ball")
 TWO_WORD = ("subject to", "max over")
 
-# Functions a model may call (ir/atoms.py ATOMS without the operators, GENERATORS, AMBIGUITY_FUNCS).
-FUNCTIONS = (
-    "abs", "cos", "cut", "dot", "exp", "log", "log1p", "logsumexp", "max", "maximum", "mean", "min",
-    "minimum", "norm1", "norm2", "norminf", "quad", "relu", "sigmoid", "sin", "softplus", "sqrt", "square",
-    "sum", "sumsq", "tanh",
-    "adjacency", "erdos_renyi", "eye", "laplacian", "load", "ones", "rand", "randn", "random_regular", "torus",
-    "zeros",
-    "chi2", "kl", "wasserstein", "target_conditional",
-)  # fmt: skip
+# Functions a model may call: read from the atom table (user atoms and generators) and the ambiguity
+# sets, so adding an atom needs no edit here (the committed TextMate grammar is regenerated from it).
+FUNCTIONS: tuple[str, ...] = tuple(user_functions()) + AMBIGUITY_FUNCS

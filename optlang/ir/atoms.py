@@ -2,9 +2,10 @@
 
 An AtomSpec says how many arguments an atom takes, its shape rule (argument types → result type,
 raising ShapeError with both shapes), its numpy, torch and (where one exists) cvxpy implementations,
-its polynomial degree rule (read by compiler.degree) and its LaTeX template (read by latex.expr_latex).
-Adding a function means adding one entry here (plus ir/quadratic.py when it may appear in an Ising
-objective; see docs/architecture.md).
+its polynomial degree rule (read by compiler.degree), its Ising/QUBO lowering rule (read by
+ir/quadratic.py; the rules are in ir/quadforms.py), its precedence and operator text (read by
+ir/nodes.to_text, fmt and latex), and its LaTeX template (read by latex.expr_latex). Adding a function
+means adding one entry here (see docs/architecture.md); tests/test_atoms.py walks the table.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from optlang.errors import ShapeError
+from optlang.ir import quadforms as qf
 from optlang.ir.types import REAL, Type, broadcast, join_sample
 from optlang.source import Span
 
@@ -25,6 +27,12 @@ Infer = Callable[[Sequence[Type], dict[str, Any], Span], Type]
 # (the arguments' degrees, the arguments' values where they are constant nodes, else None) -> the atom's
 # polynomial degree in the decision variables (values, not nodes: ir/nodes.py imports this module)
 Degree = Callable[[Sequence[float], Sequence[Any]], float]
+# (the algebra, the Op's site, the arguments' lowered values, **static) -> the lowered value (ir/quadforms.py)
+IsingRule = Callable[..., Any]
+
+# precedence levels of expressions, as the grammar nests them (higher binds tighter): an operand whose
+# atom's level is below what its place needs is parenthesized (fmt, ir/nodes.to_text, latex)
+SUM, PRODUCT, UNARY, POWER, POSTFIX, PRIMARY = 1, 2, 3, 4, 5, 6
 
 
 # ------------------------------------------------------------------ degree rules
@@ -65,19 +73,30 @@ def _deg_pow(ds: Sequence[float], consts: Sequence[Any]) -> float:
 
 @dataclass(frozen=True)
 class AtomSpec:
+    """One atom: everything the pipeline knows about it, from shape to LaTeX."""
+
     name: str
     nargs: tuple[int, int]
     infer: Infer
     np: Callable[..., Any]
     torch: Callable[..., Any]
     doc: str
-    cvx: Callable[..., Any] | None = None
-    infix: str = ""  # operator symbol when the atom is an operator
-    user: bool = True  # callable by name from the language (operators are not)
-    degree: Degree = deg_nonpolynomial
-    # a string.Template: ${a0} ${a1} the arguments' LaTeX, ${p0} ${p1} the same parenthesized when a sum,
-    # ${args} all of them comma-separated, ${text} the index text; "" = \operatorname{name}(args)
-    latex: str = ""
+    cvx: Callable[..., Any] | None  # None: no cvxpy form (the cvxpy backends refuse expressions using it)
+    infix: str  # operator symbol when the atom is an operator ("" for functions)
+    user: bool  # callable by name from the language (operators are not)
+    degree: Degree
+    ising: IsingRule | None  # its Ising/QUBO lowering (ir/quadforms.py); None: refused on spins (E402)
+    prec: int  # its precedence level (PRIMARY for calls)
+    operand_prec: tuple[int, ...]  # operators: the level each operand needs in source text (fmt)
+    # string.Templates. latex: ${a0} ${a1} the arguments' LaTeX, ${p0} ${p1} the same parenthesized when a
+    # sum, ${args} all of them comma-separated, ${text} its static text; "" = \operatorname{name}(args).
+    # text (ir/nodes.to_text): ${p0} ${p1} the arguments' text, parenthesized when an operator of level
+    # PRODUCT or below, ${text} its static text; "" = name(args, key = value)
+    latex: str
+    text: str
+    static_text: Callable[[dict[str, Any]], str] | None  # the ${text} of its static values (an index's "i, j:k")
+    no_cvxpy: str  # why it has no cvxpy form (cvx is None); "" when it has one
+    sparse_args: bool  # its numpy form takes scipy sparse arguments as they are (else it densifies them)
 
 
 ATOMS: dict[str, AtomSpec] = {}
@@ -90,13 +109,60 @@ def _atom(
     np_fn: Callable[..., Any],
     torch_fn: Callable[..., Any],
     doc: str,
+    *,
+    ising: IsingRule | None,
     cvx: Callable[..., Any] | None = None,
     infix: str = "",
     user: bool = True,
     degree: Degree = deg_nonpolynomial,
     latex: str = "",
+    prec: int = PRIMARY,
+    operand_prec: tuple[int, ...] = (),
+    text: str = "",
+    static_text: Callable[[dict[str, Any]], str] | None = None,
+    no_cvxpy: str = "",
+    sparse_args: bool = False,
 ) -> None:
-    ATOMS[name] = AtomSpec(name, nargs, infer, np_fn, torch_fn, doc, cvx, infix, user, degree, latex)
+    """Register an atom; an operator's text defaults to its symbol between (or before) its operands."""
+    if infix and not text:
+        text = f"{infix}${{p0}}" if nargs == (1, 1) else f"${{p0}} {infix} ${{p1}}"
+    ATOMS[name] = AtomSpec(
+        name,
+        nargs,
+        infer,
+        np_fn,
+        torch_fn,
+        doc,
+        cvx,
+        infix,
+        user,
+        degree,
+        ising,
+        prec,
+        operand_prec,
+        latex,
+        text,
+        static_text,
+        no_cvxpy,
+        sparse_args,
+    )
+
+
+def ising_atoms() -> str:
+    """The operators and functions an Ising/QUBO objective may use (for E402 hints), from the table."""
+    names = [s.infix or s.name for s in ATOMS.values() if s.ising is not None and (s.infix or s.user)]
+    return ", ".join(dict.fromkeys(names))
+
+
+def index_text(static: dict[str, Any]) -> str:
+    """An index as written: "1, 2:5, :" (0-based; a slice's step is never set by the language)."""
+    parts = []
+    for ix in static.get("index", ()):
+        if isinstance(ix, slice):
+            parts.append(f"{'' if ix.start is None else ix.start}:{'' if ix.stop is None else ix.stop}")
+        else:
+            parts.append(str(ix))
+    return ", ".join(parts)
 
 
 def _vars(types: Sequence[Type]) -> frozenset[str]:
@@ -264,7 +330,7 @@ def index_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Typ
     sample = t.sample
     if sample and (not isinstance(idx[0], slice) or idx[0] != slice(None)):
         raise ShapeError(f"the rows of data table '{sample}' can only be reduced (mean, sum), not indexed", span)
-    return Type(t.kind if not shape else t.kind, tuple(shape), sample, False, t.vars)
+    return Type(t.kind, tuple(shape), sample, False, t.vars)
 
 
 def power_rule(types: Sequence[Type], static: dict[str, Any], span: Span) -> Type:
@@ -358,6 +424,9 @@ _atom(
     user=False,
     degree=deg_max,
     latex=r"${a0} + ${a1}",
+    ising=qf.add,
+    prec=SUM,
+    operand_prec=(SUM, PRODUCT),
 )
 _atom(
     "sub",
@@ -371,6 +440,9 @@ _atom(
     user=False,
     degree=deg_max,
     latex=r"${a0} - ${p1}",
+    ising=qf.sub,
+    prec=SUM,
+    operand_prec=(SUM, PRODUCT),
 )
 _atom(
     "mul",
@@ -384,6 +456,9 @@ _atom(
     user=False,
     degree=deg_sum,
     latex=r"${p0} \cdot ${p1}",
+    ising=qf.mul,
+    prec=PRODUCT,
+    operand_prec=(PRODUCT, UNARY),
 )
 _atom(
     "div",
@@ -397,6 +472,9 @@ _atom(
     user=False,
     degree=_deg_div,
     latex=r"\frac{${a0}}{${a1}}",
+    ising=qf.div,
+    prec=PRODUCT,
+    operand_prec=(PRODUCT, UNARY),
 )
 _atom(
     "pow",
@@ -410,6 +488,9 @@ _atom(
     user=False,
     degree=_deg_pow,
     latex=r"${p0}^{${a1}}",
+    ising=qf.power,
+    prec=POWER,
+    operand_prec=(POSTFIX, UNARY),
 )
 _atom(
     "neg",
@@ -423,6 +504,9 @@ _atom(
     user=False,
     degree=deg_max,
     latex="-${p0}",
+    ising=qf.neg,
+    prec=UNARY,
+    operand_prec=(UNARY,),
 )
 _atom(
     "matmul",
@@ -436,6 +520,10 @@ _atom(
     user=False,
     degree=deg_sum,
     latex=r"${p0} ${p1}",
+    ising=qf.matmul,
+    prec=PRODUCT,
+    operand_prec=(PRODUCT, UNARY),
+    sparse_args=True,
 )
 _atom(
     "transpose",
@@ -448,6 +536,10 @@ _atom(
     user=False,
     degree=deg_max,
     latex=r"${p0}^\top",
+    ising=qf.transpose,
+    prec=POSTFIX,
+    operand_prec=(POSTFIX,),
+    text="${p0}.T",
 )
 _atom(
     "index",
@@ -460,6 +552,12 @@ _atom(
     user=False,
     degree=deg_max,
     latex=r"${a0}_{${text}}",
+    ising=qf.index,
+    prec=POSTFIX,
+    operand_prec=(POSTFIX,),
+    text="${p0}[${text}]",
+    static_text=index_text,
+    sparse_args=True,
 )
 _atom(
     "array",
@@ -471,6 +569,7 @@ _atom(
     cvx=lambda *xs: _cp().hstack(xs),
     user=False,
     degree=deg_max,
+    ising=qf.array,
 )
 
 
@@ -506,13 +605,36 @@ def _np_matmul(a: Any, b: Any) -> Any:
 
 
 def _cvx_pow(a: Any, b: Any) -> Any:
+    """a ^ b in cvxpy. cvxpy.power takes a scalar exponent: an array exponent is applied per distinct
+    value (one cvxpy atom each, over the elements that have it) and the pieces put back in place."""
     cp = _cp()
-    if isinstance(b, (int, float)) and float(b) == 2.0:
-        return cp.square(a)
-    return cp.power(a, b)
+    if np.ndim(b) == 0 and not sp.issparse(b):
+        if float(b) == 2.0:
+            return cp.square(a)
+        return cp.power(a, b)
+    exps = np.asarray(_dense(b), dtype=np.float64)
+    if not isinstance(a, cp.Expression):
+        a = cp.Constant(np.asarray(a, dtype=np.float64))
+    shape = np.broadcast_shapes(a.shape, exps.shape)
+    if a.shape != shape:
+        a = a + np.zeros(shape)  # a scalar base, broadcast to the exponent's shape
+    flat_e = np.broadcast_to(exps, shape).ravel()
+    values = np.unique(flat_e)
+    if values.size == 1:
+        return _cvx_pow(a, float(values[0]))
+    flat_a = _flat(a)
+    where = [np.flatnonzero(flat_e == v) for v in values]
+    pieces = cp.hstack([_cvx_pow(flat_a[idx], float(v)) for v, idx in zip(values, where, strict=True)])
+    perm = np.concatenate(where)  # element perm[k] is piece entry k
+    n = perm.size
+    P = sp.csr_matrix((np.ones(n), (perm, np.arange(n))), shape=(n, n))
+    return cp.reshape(P @ pieces, shape, order="C")
 
 
 # ------------------------------------------------------------------ elementwise functions
+NO_DCP = "neither convex nor concave: no DCP form"
+
+
 def _unary(
     name: str,
     np_fn: Callable[..., Any],
@@ -521,8 +643,22 @@ def _unary(
     cvx: Callable[..., Any] | None = None,
     degree: Degree = deg_nonpolynomial,
     latex: str = "",
+    ising: IsingRule | None = None,
+    no_cvxpy: str = "",
 ) -> None:
-    _atom(name, (1, 1), same, lambda a: np_fn(_dense(a)), t_fn, doc, cvx=cvx, degree=degree, latex=latex)
+    _atom(
+        name,
+        (1, 1),
+        same,
+        lambda a: np_fn(_dense(a)),
+        t_fn,
+        doc,
+        cvx=cvx,
+        degree=degree,
+        latex=latex,
+        ising=ising,
+        no_cvxpy=no_cvxpy,
+    )
 
 
 _unary("abs", np.abs, lambda a: a.abs(), "absolute value, elementwise", cvx=lambda a: _cp().abs(a))
@@ -546,10 +682,25 @@ _unary(
     latex=r"\log\left(${args}\right)",
 )
 _unary("log1p", np.log1p, lambda a: a.log1p(), "log(1 + x), elementwise", cvx=lambda a: _cp().log1p(a))
-_unary("square", np.square, lambda a: a * a, "x², elementwise", cvx=lambda a: _cp().square(a), degree=deg_square_first)
-_unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)")
-_unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)")
-_unary("tanh", np.tanh, lambda a: a.tanh(), "hyperbolic tangent, elementwise", latex=r"\tanh\left(${args}\right)")
+_unary(
+    "square",
+    np.square,
+    lambda a: a * a,
+    "x², elementwise",
+    cvx=lambda a: _cp().square(a),
+    degree=deg_square_first,
+    ising=qf.square,
+)
+_unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)", no_cvxpy=NO_DCP)
+_unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)", no_cvxpy=NO_DCP)
+_unary(
+    "tanh",
+    np.tanh,
+    lambda a: a.tanh(),
+    "hyperbolic tangent, elementwise",
+    latex=r"\tanh\left(${args}\right)",
+    no_cvxpy=NO_DCP,
+)
 _unary(
     "relu",
     lambda a: np.maximum(a, 0.0),
@@ -564,7 +715,9 @@ _unary(
     "log(1 + eˣ), elementwise",
     cvx=lambda a: _cp().logistic(a),
 )
-_unary("sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)), lambda a: a.sigmoid(), "1 / (1 + e⁻ˣ), elementwise")
+_unary(
+    "sigmoid", lambda a: 1.0 / (1.0 + np.exp(-a)), lambda a: a.sigmoid(), "1 / (1 + e⁻ˣ), elementwise", no_cvxpy=NO_DCP
+)
 
 _atom(
     "maximum",
@@ -574,6 +727,7 @@ _atom(
     lambda a, b: _torch().maximum(*_tpair(a, b)),
     "elementwise maximum of two arrays",
     cvx=lambda a, b: _cp().maximum(a, b),
+    ising=None,
 )
 _atom(
     "minimum",
@@ -583,6 +737,7 @@ _atom(
     lambda a, b: _torch().minimum(*_tpair(a, b)),
     "elementwise minimum of two arrays",
     cvx=lambda a, b: _cp().minimum(a, b),
+    ising=None,
 )
 
 
@@ -607,6 +762,7 @@ _atom(
     cvx=lambda a, axis=None: _cp().sum(a, axis=axis),
     degree=deg_max,
     latex=r"\textstyle\sum\left(${args}\right)",
+    ising=qf.sum_,
 )
 _n, _t = _reduce(np.mean, "mean")
 _atom(
@@ -618,6 +774,7 @@ _atom(
     "mean of all elements; over a data table's rows it is an expectation (minibatched by stochastic backends)",
     cvx=lambda a, axis=None: _cp().sum(a, axis=axis) / (a.size if axis is None else a.shape[axis]),
     degree=deg_max,
+    ising=qf.mean,
 )
 _atom(
     "sumsq",
@@ -629,6 +786,7 @@ _atom(
     cvx=lambda a: _cp().sum_squares(a),
     degree=deg_square_first,
     latex=r"\lVert ${a0} \rVert_2^2",
+    ising=qf.sumsq,
 )
 _atom(
     "norm1",
@@ -639,6 +797,7 @@ _atom(
     "ℓ1 norm",
     cvx=lambda a: _cp().norm1(_flat(a)),
     latex=r"\lVert ${a0} \rVert_1",
+    ising=None,
 )
 _atom(
     "norm2",
@@ -649,6 +808,7 @@ _atom(
     "ℓ2 (Frobenius) norm",
     cvx=lambda a: _cp().norm(_flat(a), 2),
     latex=r"\lVert ${a0} \rVert_2",
+    ising=None,
 )
 _atom(
     "norminf",
@@ -658,6 +818,7 @@ _atom(
     lambda a: a.abs().max(),
     "ℓ∞ norm",
     cvx=lambda a: _cp().norm_inf(_flat(a)),
+    ising=None,
 )
 _atom(
     "logsumexp",
@@ -667,6 +828,7 @@ _atom(
     lambda a: _torch().logsumexp(a.reshape(-1), 0),
     "log Σ exp(xᵢ)",
     cvx=lambda a: _cp().log_sum_exp(a),
+    ising=None,
 )
 _atom(
     "max",
@@ -676,6 +838,7 @@ _atom(
     lambda a: a.max(),
     "largest element",
     cvx=lambda a: _cp().max(a),
+    ising=None,
 )
 _atom(
     "min",
@@ -685,6 +848,7 @@ _atom(
     lambda a: a.min(),
     "smallest element",
     cvx=lambda a: _cp().min(a),
+    ising=None,
 )
 _atom(
     "dot",
@@ -696,6 +860,7 @@ _atom(
     cvx=lambda a, b: _cvx_dot(a, b),
     degree=deg_sum,
     latex=r"\langle ${a0}, ${a1} \rangle",
+    ising=qf.dot,
 )
 _atom(
     "quad",
@@ -707,6 +872,8 @@ _atom(
     cvx=lambda x, Q: _cp().quad_form(x, Q) if not isinstance(Q, _cp().Expression) else None,
     degree=deg_square_first,
     latex=r"${a0}^\top ${a1} ${a0}",
+    ising=qf.quad,
+    sparse_args=True,
 )
 _atom(
     "cut",
@@ -716,6 +883,9 @@ _atom(
     _t_cut,
     "cut(G, s) = Σ over edges w_ij (1 − s_i s_j) / 2, s a ±1 vector of length G.n",
     degree=_deg_cut,
+    ising=qf.cut,
+    no_cvxpy="an indefinite quadratic form of the graph in s: no DCP form",
+    sparse_args=True,
 )
 
 

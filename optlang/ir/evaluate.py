@@ -58,8 +58,8 @@ def torch_function(node: Node, per_sample: bool = False) -> TorchFunction:
             assert isinstance(n, Op)
             fn = ATOMS[n.atom].torch
             kids = [make(a) for a in n.args]
-            kw = {k: v for k, v in n.static.items() if k != "text"}
-            if n.atom in ("add", "sub", "mul", "div", "pow", "maximum", "minimum"):
+            kw = n.static
+            if len(kids) == 2 and not kw:
                 return lambda env, batch, f=fn, a=kids[0], b=kids[1]: f(a(env, batch), b(env, batch))
             if len(kids) == 1:
                 return lambda env, batch, f=fn, a=kids[0]: f(a(env, batch), **kw)
@@ -95,9 +95,8 @@ def evaluate_np(node: Node, values: Mapping[str, np.ndarray]) -> Any:
             out = np.asarray(values[n.name], dtype=np.float64).reshape(n.type.shape)
         else:
             assert isinstance(n, Op)
-            kw = {k: v for k, v in n.static.items() if k != "text"}
             with np.errstate(all="ignore"):
-                out = ATOMS[n.atom].np(*[ev(a) for a in n.args], **kw)
+                out = ATOMS[n.atom].np(*[ev(a) for a in n.args], **n.static)
         memo[key] = out
         return out
 
@@ -122,9 +121,8 @@ def cvxpy_expr(node: Node, var_map: Mapping[str, Any]) -> Any:
         if isinstance(n, Var):
             return var_map[n.name]
         assert isinstance(n, Op)
-        kw = {k: v for k, v in n.static.items() if k != "text"}
         fn = ATOMS[n.atom].cvx
         assert fn is not None
-        return fn(*[ev(a) for a in n.args], **kw)
+        return fn(*[ev(a) for a in n.args], **n.static)
 
     return ev(node)

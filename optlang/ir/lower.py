@@ -43,8 +43,6 @@ class _Poison(Exception):
     """Raised when an expression uses a name whose declaration already failed (no new error)."""
 
 
-_BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "matmul": "matmul", "pow": "pow"}
-
 # Brackets, calls, unary signs and powers may nest this deep (documented in docs/language.md §5);
 # the lowering, evaluation and printing passes recurse once per level, well inside Python's stack.
 # Long chains of + - and of * are not nesting: they are lowered as balanced trees (depth log2 n).
@@ -815,11 +813,8 @@ class Lowerer:
             chain = self._long_chain(t)
             if chain is not None:
                 return chain
-        if rule in _BINOPS:
-            a, b = self.expr(t.children[0]), self.expr(t.children[1])
-            return self.op(_BINOPS[rule], [a, b], span)
-        if rule == "neg":
-            return self.op("neg", [self.expr(t.children[0])], span)
+        if rule in ATOMS and ATOMS[rule].infix:  # the grammar names each operator's rule after its atom
+            return self.op(rule, [self.expr(c) for c in t.children], span)
         if rule == "pos":
             return self.expr(t.children[0])
         if rule == "attr":
@@ -885,7 +880,7 @@ class Lowerer:
                 hint=spec.doc,
                 code="E304",
             )
-        typ = spec.infer([a.type for a in args], {k: v for k, v in static.items() if k != "text"}, span)
+        typ = spec.infer([a.type for a in args], static, span)
         if atom == "neg" and args[0].type.kind == SPIN:
             typ = Type(SPIN, typ.shape, typ.sample, False, typ.vars)
         need = estimate_bytes(atom, args, typ)
@@ -898,7 +893,6 @@ class Lowerer:
                 "the limit is --memory-limit or OPTLANG_MEMORY_LIMIT",
             )
         if all(isinstance(a, Const) for a in args) and not any(a.type.sample for a in args):
-            kw = {k: v for k, v in static.items() if k != "text"}
             if atom == "div" and _has_zero(args[1].value):
                 raise DataError(
                     "division by zero in a constant expression", span, hint="check the divisor", code="E607"
@@ -906,7 +900,7 @@ class Lowerer:
             try:
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # NaN results are reported below
-                    value = spec.np(*[a.value for a in args], **kw)
+                    value = spec.np(*[a.value for a in args], **static)
             except (ArithmeticError, ValueError, TypeError, IndexError) as e:
                 raise DataError(
                     f"this constant expression cannot be evaluated ({type(e).__name__}: {D.snippet(e, 60)})",
@@ -1021,18 +1015,14 @@ class Lowerer:
     def _subscript(self, t: Tree, span: Span) -> Node:
         base = self.expr(t.children[0])
         index: list[Any] = []
-        parts: list[str] = []
         for ix in t.children[1:]:
             if isinstance(ix, Tree) and ix.data == "slice":
                 lo = None if ix.children[0] is None else self._const_int(ix.children[0], "an index")
                 hi = None if ix.children[1] is None else self._const_int(ix.children[1], "an index")
                 index.append(slice(lo, hi))
-                parts.append(f"{'' if lo is None else lo}:{'' if hi is None else hi}")
             else:
-                i = self._const_int(ix, "an index")
-                index.append(i)
-                parts.append(str(i))
-        return self.op("index", [base], span, {"index": tuple(index), "text": ", ".join(parts)})
+                index.append(self._const_int(ix, "an index"))
+        return self.op("index", [base], span, {"index": tuple(index)})
 
     def _call(self, t: Tree, span: Span) -> Node:
         fname = str(t.children[0])
@@ -1422,9 +1412,7 @@ def estimate_bytes(atom: str, args: list[Node], typ: Type) -> float:
     if typ.sparse:
         return 24.0 * sum(_nnz(v) for v in sparse_in) + 8.0 * (typ.shape[0] if typ.shape else 1)
     out = memory.dense_bytes(typ.shape)
-    if atom not in ("matmul", "index", "cut", "quad", "mul", "div", "dot"):
-        out += sum(memory.dense_bytes(v.shape) for v in sparse_in)  # _dense() copies
-    elif atom in ("mul", "div", "dot") and sparse_in and not typ.sparse:
+    if not ATOMS[atom].sparse_args:  # a dense result from sparse operands: their _dense() copies
         out += sum(memory.dense_bytes(v.shape) for v in sparse_in)
     return out
 

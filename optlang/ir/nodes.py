@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from string import Template
 from typing import Any
 
+from optlang.ir.atoms import ATOMS, PRODUCT
 from optlang.ir.types import Type
 from optlang.source import Span
 
@@ -52,9 +54,8 @@ class Op(Node):
 
 
 def to_text(node: Node) -> str:
-    """A readable rendering of an IR expression (for plans, reports, round-trip tests)."""
-    from optlang.ir.atoms import ATOMS
-
+    """A readable rendering of an IR expression (for plans, reports, round-trip tests): each atom's
+    `text` template (ir/atoms.py), else name(arguments, key = value)."""
     if isinstance(node, Const):
         if node.label:
             return node.label
@@ -66,21 +67,18 @@ def to_text(node: Node) -> str:
         return node.name
     assert isinstance(node, Op)
     spec = ATOMS[node.atom]
-    if spec.infix:
-        if len(node.args) == 1:
-            return f"{spec.infix}{_paren(node.args[0])}"
-        return f"{_paren(node.args[0])} {spec.infix} {_paren(node.args[1])}"
-    if node.atom == "transpose":
-        return f"{_paren(node.args[0])}.T"
-    if node.atom == "index":
-        return f"{_paren(node.args[0])}[{node.static.get('text', '...')}]"
+    if spec.text:
+        fields = {f"p{i}": _paren(a) for i, a in enumerate(node.args)}
+        fields["text"] = spec.static_text(node.static) if spec.static_text else ""
+        return Template(spec.text).substitute(fields)
     inner = ", ".join(to_text(a) for a in node.args)
-    kws = ", ".join(f"{k} = {v}" for k, v in node.static.items() if k != "text")
+    kws = ", ".join(f"{k} = {v}" for k, v in node.static.items())
     return f"{node.atom}({inner}{', ' + kws if kws else ''})"
 
 
 def _paren(node: Node) -> str:
+    """An operand's text, parenthesized when it is a sum or a product (or a lower level)."""
     text = to_text(node)
-    if isinstance(node, Op) and node.atom in ("add", "sub", "mul", "div", "matmul"):
+    if isinstance(node, Op) and ATOMS[node.atom].prec <= PRODUCT:
         return f"({text})"
     return text

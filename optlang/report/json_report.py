@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-
-def _clean(obj: Any) -> Any:
-    """Replace inf/NaN (JSON has none) by strings, recursively, so json.dumps(allow_nan=False) works."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
+from optlang.result import jsonable
 
 
 def render(obj: Any) -> str:
-    """`obj.to_dict()` as indented, strict JSON."""
-    return json.dumps(_clean(obj.to_dict()), indent=1, allow_nan=False, default=str) + "\n"
+    """`obj.to_dict()` as indented, strict JSON (non-finite numbers as strings: `result.jsonable`)."""
+    return json.dumps(jsonable(obj.to_dict()), indent=1, allow_nan=False) + "\n"

@@ -14,6 +14,7 @@ Conventions (LANGUAGE.md §3):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -457,3 +458,17 @@ def wasserstein_linear_value(residuals: np.ndarray, wnorm: float, radius: float,
     if p == 1:
         return float(np.mean(r * r)) if (radius <= 0.0 or wnorm == 0.0) else float("inf")
     return float((np.sqrt(np.mean(r * r)) + radius * wnorm) ** 2)
+
+
+def shared_refusal(form: Any, name: str, validates_auto: bool = False) -> str | None:
+    """The refusals the DRO backends make alike: `auto` values (chosen by validation, which only
+    tcdro does) and general constraints (they handle variable domains only)."""
+    auto: tuple[str, ...] = tuple(getattr(form, "auto", ()))
+    if auto and not validates_auto:
+        return (
+            f"{', '.join(auto)} = auto is chosen by validation, which {name} does not do; use tcdro "
+            "or give a number"
+        )
+    if form.constraints:
+        return f"{name} handles variable domains only, not general constraints: " + "; ".join(form.constraints)
+    return None

@@ -18,7 +18,7 @@ import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.common import check_choice
-from optlang.backends.dro.common import RADIUS_RULES, REGION_SCHEMES, REGION_WEIGHTS, Regions
+from optlang.backends.dro.common import RADIUS_RULES, REGION_SCHEMES, REGION_WEIGHTS, Regions, shared_refusal
 from optlang.backends.dro.report import base_divergence, problem_regions, resolve_mix, solution_report
 from optlang.problem import DROProblem, Variable
 
@@ -140,13 +140,9 @@ class DROCvxpy(Backend):
         base = super().refuse(form)
         if base:
             return base
-        if getattr(form, "auto", ()):
-            return (
-                f"{', '.join(form.auto)} = auto is chosen by validation, which dro-cvxpy does not do; use tcdro "
-                "or give a number"
-            )
-        if form.constraints:
-            return "dro-cvxpy handles variable domains only, not general constraints: " + "; ".join(form.constraints)
+        shared = shared_refusal(form, "dro-cvxpy")
+        if shared:
+            return shared
         if form.ambiguity == "wasserstein" and not form.linear_residual:
             return (
                 "dro-cvxpy solves Wasserstein DRO only for linear models (loss φ(X @ w + b − y), φ square or "

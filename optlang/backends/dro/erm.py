@@ -14,6 +14,7 @@ import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.common import check_choice
+from optlang.backends.dro.common import shared_refusal
 from optlang.backends.dro.report import solution_report
 from optlang.problem import DROProblem
 
@@ -44,13 +45,9 @@ class ERM(Backend):
         base = super().refuse(form)
         if base:
             return base
-        if getattr(form, "auto", ()):
-            return (
-                f"{', '.join(form.auto)} = auto is chosen by validation, which erm does not do; use tcdro "
-                "or give a number"
-            )
-        if form.constraints:
-            return "erm handles variable domains only, not general constraints: " + "; ".join(form.constraints)
+        shared = shared_refusal(form, "erm")
+        if shared:
+            return shared
         return None
 
     def solve(self, problem: DROProblem, options: ERMOptions, ctx: RunContext) -> RawSolution:

@@ -25,6 +25,7 @@ from optlang.backends.dro.common import (
     RADIUS_RULES,
     REGION_SCHEMES,
     REGION_WEIGHTS,
+    shared_refusal,
 )
 from optlang.backends.dro.report import base_divergence, problem_regions, region_targets, resolve_mix, solution_report
 from optlang.errors import OptionError
@@ -86,8 +87,9 @@ class TCDRO(Backend):
         base = super().refuse(form)
         if base:
             return base
-        if form.constraints:
-            return "tcdro handles variable domains only, not general constraints: " + "; ".join(form.constraints)
+        shared = shared_refusal(form, "tcdro", validates_auto=True)
+        if shared:
+            return shared
         if form.ambiguity == "wasserstein" and not form.linear_residual:
             return (
                 "tcdro solves Wasserstein DRO only for linear models (a loss of the form φ(X @ w + b − y) with φ "
