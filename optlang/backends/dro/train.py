@@ -379,7 +379,12 @@ class _AdamStep(_Calm):
         super().__init__(tol)
         n = problem.n_samples
         self.problem, self.objective, self.tensors, self.bs, self.n, self.max_iter = (
-            problem, objective, tensors, bs, n, max_iter
+            problem,
+            objective,
+            tensors,
+            bs,
+            n,
+            max_iter,
         )
         self.minibatch = bs < n
         extra = objective.dual_params() if (self.minibatch and cfg.dual == "joint") else []
