@@ -16,7 +16,8 @@ it) and hands it to `run_loop`, which owns everything around it, in this order e
 5. a history row every `report_every` iterations (`step.row`, default `ctx.report(value)`, the
    value being the last one measured or the best one: `report_value`);
 6. `step.check(t)` every `check_every` iterations: the backend's convergence (or stationarity) test;
-7. stagnation (`stopping.Stagnation` on `step.progress()`) → `feasible`, stop `stagnated`;
+7. stagnation (`stopping.Stagnation` on keep-best's value, else `step.progress()`) → `feasible`,
+   stop `stagnated`;
 8. `callback(t)` (benchmarks) → the status the limits imply, default `iteration_limit`.
 
 The run ends with a `LoopEnd` (status, stop reason, iterations, note); keep-best's iterate is copied
