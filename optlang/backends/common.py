@@ -99,6 +99,11 @@ class KeepBest:
             self.value = value
             self.state = {k: t.detach().clone() for k, t in self.tensors.items()}
 
+    def take(self, value: float) -> None:
+        """Record the tensors as they are now whatever `value` is (a verified point replaces the best)."""
+        self.value = value
+        self.state = {k: t.detach().clone() for k, t in self.tensors.items()}
+
     @no_grad
     def restore(self) -> None:
         """Copy the best iterate back into the tensors."""

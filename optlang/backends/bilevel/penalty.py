@@ -26,6 +26,7 @@ from optlang.backends.bilevel.oracle import (
     oracle_info,
     refuse_bilevel,
 )
+from optlang.backends.loop import End, LoopOptions, Step, diverged, run_loop
 from optlang.lazy import lazy_module
 from optlang.problem import BilevelProblem
 from optlang.result import jsonable
@@ -168,94 +169,24 @@ class _PenaltyRun:
             x = self.best
         return self._finish(x, status, note)
 
-    # --- one stage each way
-    def _stage_lbfgs(self, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:
+    # --- one stage each way, each run by the shared loop (backends/loop.py) on the run's iteration counter
+    def _stage(self, step: _LBFGSStage | _SGDStage, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:
+        """Run one stage's steps from the run's counter; its own end (status None) or a limit or divergence."""
         o = self.o
-        xp = x.detach().clone().requires_grad_(True)
-        opt = torch.optim.LBFGS(
-            [xp],
-            lr=1.0,
-            max_iter=o.report_every,
-            history_size=o.history_size,
-            tolerance_grad=0.0,
-            tolerance_change=0.0,
-            line_search_fn="strong_wolfe",
-        )
-        state = {"gnorm": math.inf, "gf": 1.0}
+        # limits before each step (time or interrupt first), a history row every report_every iterations
+        # (L-BFGS: after every step), the stage's end test after each step
+        every = 1 if isinstance(step, _LBFGSStage) else o.report_every
+        end = run_loop(step, self.ctx, LoopOptions(max_iter=self.max_iter, start=self.t, report_every=every))
+        self.t = end.iterations
+        return step.result(end.status), end.status, end.note
 
-        def closure() -> torch.Tensor:
-            opt.zero_grad()
-            fv, gf = self.of.grad(xp.detach(), None)
-            gv, gg = self.og.grad(xp.detach(), None)
-            grad = gf + gg / self.eps
-            xp.grad = grad
-            state["gnorm"] = float(torch.linalg.vector_norm(grad))
-            state["gf"] = float(torch.linalg.vector_norm(gf))
-            return fv + gv / self.eps
-
-        steps: float = 0
-        last: float | None = None
-        while True:
-            if self.ctx.should_stop():
-                return xp.detach(), self.ctx.stop_status(), ""
-            if self.t >= self.max_iter:
-                return xp.detach(), Status.ITERATION_LIMIT, ""
-            before = self.of.calls
-            loss = opt.step(closure)
-            n = max(1, self.of.calls - before)
-            self.t += n
-            steps += n
-            xd = xp.detach()
-            if not bool(torch.isfinite(loss)) or not bool(torch.isfinite(xd).all()):
-                return xd, Status.DIVERGED, f"non-finite penalty value at ε = {self.eps:g}"
-            self._report(xd.clone())  # LBFGS updates xp in place; the report keeps its own copy
-            eps = float(torch.finfo(self.ctx.dtype).eps)
-            floor = 2.0 * eps * (self.Lf + self.Lg / self.eps) * float(torch.linalg.vector_norm(xd))
-            stalled = last is not None and float(loss) >= last  # the line search made no progress
-            last = float(loss)
-            if state["gnorm"] <= max(o.inner_tol * max(1.0, state["gf"]), floor) or steps >= o.inner_iters or stalled:
-                return xd.clone(), None, ""
+    def _stage_lbfgs(self, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:
+        return self._stage(_LBFGSStage(self, x), x)
 
     def _stage_sgd(self, x: torch.Tensor) -> tuple[torch.Tensor, Status | None, str]:
-        o, flat = self.o, self.flat
-        eta = o.step_scale / (self.Lf + self.Lg / self.eps)
-        x_prev = x.clone()
-        k = 0
-        stall = StallTest(o.stall_ratio, self.patience, self.min_stage)
-        split = o.split_batch and self.og.stochastic and (self.og.batch or 0) >= 2
-        for step in range(o.inner_iters):
-            if self.ctx.should_stop():
-                return x, self.ctx.stop_status(), ""
-            if self.t >= self.max_iter:
-                return x, Status.ITERATION_LIMIT, ""
-            beta = (self.momentum if self.momentum >= 0 else k / (k + 3.0)) if step > 0 else 0.0
-            k += 1
-            y = x + beta * (x - x_prev) if beta > 0 else x
-            if beta > 0 and flat.needs_projection:
-                y = flat.project_(y.clone())
-            fv, gf = self.of.grad(y, self.of.draw())
-            if split:  # two independent half batches, as in sdbpg: the same cost as one batch
-                gv, gg, gg1, gg2 = self.og.grad_halves(y)
-            else:
-                gv, gg = self.og.grad(y, self.og.draw())
-            d = gf + gg / self.eps
-            dd = float((gf + gg1 / self.eps) @ (gf + gg2 / self.eps)) if split else float(d @ d)
-            x_new = y - eta * d
-            if flat.needs_projection:
-                flat.project_(x_new)
-            bad = not (bool(torch.isfinite(x_new).all()) and math.isfinite(float(fv)) and math.isfinite(float(gv)))
-            if bad or float(torch.linalg.vector_norm(x_new)) > BLOWUP * self.start_scale:
-                return x, Status.DIVERGED, f"non-finite or exploding iterate at ε = {self.eps:g}"
-            if self.momentum < 0 and float(d @ (x_new - x)) > 0:
-                k = 0
-            x_prev, x = x, x_new
-            self.t += 1
-            scale2 = max(float(gf @ gf), float(gg @ gg) / self.eps**2, 1e-60)
-            if self.t % o.report_every == 0:
-                self._report(x)
-            if stall.update(step + 1, dd / scale2):
-                break
-        return x, None, ""
+        if self.o.inner_iters <= 0:
+            return x, None, ""
+        return self._stage(_SGDStage(self, x), x)
 
     # --- monitoring
     def _full_grad(
@@ -365,3 +296,128 @@ class _PenaltyRun:
             info=jsonable(info),
             checks=checks,
         )
+
+
+class _LBFGSStage(Step):
+    """One penalty stage by torch L-BFGS (strong Wolfe) on P_ε; each step counts the oracle calls it made.
+    The stage ends when ‖∇P_ε‖ is small, after inner_iters counted calls, or when the line search stalls."""
+
+    def __init__(self, run: _PenaltyRun, x: torch.Tensor) -> None:
+        o = run.o
+        self.run = run
+        self.xp = x.detach().clone().requires_grad_(True)
+        self.opt = torch.optim.LBFGS(
+            [self.xp],
+            lr=1.0,
+            max_iter=o.report_every,
+            history_size=o.history_size,
+            tolerance_grad=0.0,
+            tolerance_change=0.0,
+            line_search_fn="strong_wolfe",
+        )
+        self.state = {"gnorm": math.inf, "gf": 1.0}
+        self.steps: float = 0
+        self.last: float | None = None
+        self.loss = math.inf
+        self.finished = False
+
+    def _closure(self) -> torch.Tensor:
+        run, xp = self.run, self.xp
+        self.opt.zero_grad()
+        fv, gf = run.of.grad(xp.detach(), None)
+        gv, gg = run.og.grad(xp.detach(), None)
+        grad = gf + gg / run.eps
+        xp.grad = grad
+        self.state["gnorm"] = float(torch.linalg.vector_norm(grad))
+        self.state["gf"] = float(torch.linalg.vector_norm(gf))
+        return fv + gv / run.eps
+
+    def update(self, t: float) -> End | None:
+        run = self.run
+        before = run.of.calls
+        loss = self.opt.step(self._closure)
+        self.count = max(1, run.of.calls - before)
+        self.steps += self.count
+        xd = self.xp.detach()
+        if not bool(torch.isfinite(loss)) or not bool(torch.isfinite(xd).all()):
+            return diverged(f"non-finite penalty value at ε = {run.eps:g}", counted=True)
+        self.loss = float(loss)
+        return None
+
+    def row(self, t: float, value: float | None, ctx: RunContext) -> None:
+        self.run.t = t
+        self.run._report(self.xp.detach().clone())  # LBFGS updates xp in place; the report keeps its own copy
+
+    def check(self, t: float) -> End | None:
+        run, o = self.run, self.run.o
+        xd = self.xp.detach()
+        eps = float(torch.finfo(run.ctx.dtype).eps)
+        floor = 2.0 * eps * (run.Lf + run.Lg / run.eps) * float(torch.linalg.vector_norm(xd))
+        stalled = self.last is not None and self.loss >= self.last  # the line search made no progress
+        self.last = self.loss
+        state = self.state
+        if state["gnorm"] <= max(o.inner_tol * max(1.0, state["gf"]), floor) or self.steps >= o.inner_iters or stalled:
+            self.finished = True
+            return End(None)
+        return None
+
+    def result(self, status: Status | None) -> torch.Tensor:
+        """The stage's point: a copy when the stage finished, else the iterate itself."""
+        xd = self.xp.detach()
+        return xd.clone() if self.finished else xd
+
+
+class _SGDStage(Step):
+    """One penalty stage by projected (minibatch) gradient steps with momentum on P_ε, step c/(L_f + L_g/ε);
+    it ends after inner_iters steps or when the windowed expected gradient stalls (StallTest)."""
+
+    def __init__(self, run: _PenaltyRun, x: torch.Tensor) -> None:
+        o = run.o
+        self.run = run
+        self.eta = o.step_scale / (run.Lf + run.Lg / run.eps)
+        self.x, self.x_prev = x, x.clone()
+        self.k = 0
+        self.local = 0  # steps taken in this stage
+        self.stall = StallTest(o.stall_ratio, run.patience, run.min_stage)
+        self.split = o.split_batch and run.og.stochastic and (run.og.batch or 0) >= 2
+        self.dd = self.scale2 = 0.0
+
+    def update(self, t: float) -> End | None:
+        run, flat, x = self.run, self.run.flat, self.x
+        beta = (run.momentum if run.momentum >= 0 else self.k / (self.k + 3.0)) if self.local > 0 else 0.0
+        self.k += 1
+        y = x + beta * (x - self.x_prev) if beta > 0 else x
+        if beta > 0 and flat.needs_projection:
+            y = flat.project_(y.clone())
+        fv, gf = run.of.grad(y, run.of.draw())
+        if self.split:  # two independent half batches, as in sdbpg: the same cost as one batch
+            gv, gg, gg1, gg2 = run.og.grad_halves(y)
+        else:
+            gv, gg = run.og.grad(y, run.og.draw())
+        d = gf + gg / run.eps
+        dd = float((gf + gg1 / run.eps) @ (gf + gg2 / run.eps)) if self.split else float(d @ d)
+        x_new = y - self.eta * d
+        if flat.needs_projection:
+            flat.project_(x_new)
+        bad = not (bool(torch.isfinite(x_new).all()) and math.isfinite(float(fv)) and math.isfinite(float(gv)))
+        if bad or float(torch.linalg.vector_norm(x_new)) > BLOWUP * run.start_scale:
+            return diverged(f"non-finite or exploding iterate at ε = {run.eps:g}")
+        if run.momentum < 0 and float(d @ (x_new - x)) > 0:
+            self.k = 0
+        self.x_prev, self.x = x, x_new
+        self.local += 1
+        self.dd = dd
+        self.scale2 = max(float(gf @ gf), float(gg @ gg) / run.eps**2, 1e-60)
+        return None
+
+    def row(self, t: float, value: float | None, ctx: RunContext) -> None:
+        self.run.t = t
+        self.run._report(self.x)
+
+    def check(self, t: float) -> End | None:
+        if self.stall.update(self.local, self.dd / self.scale2) or self.local >= self.run.o.inner_iters:
+            return End(None)
+        return None
+
+    def result(self, status: Status | None) -> torch.Tensor:
+        return self.x

@@ -29,6 +29,7 @@ from optlang.backends.bilevel.oracle import (
     refuse_bilevel,
 )
 from optlang.backends.common import finite
+from optlang.backends.loop import REDO, End, LoopOptions, Redo, Step, diverged, run_loop
 from optlang.lazy import lazy_module
 from optlang.problem import BilevelProblem
 from optlang.result import jsonable
@@ -136,7 +137,7 @@ def validate(o: SDBPGOptions) -> None:
         )
 
 
-class _Run:
+class _Run(Step):
     """One SDBPG solve: state, the loop, and the RawSolution it ends with."""
 
     def __init__(self, problem: BilevelProblem, o: SDBPGOptions, ctx: RunContext) -> None:
@@ -235,143 +236,154 @@ class _Run:
             _, gg0 = self._eval_grad(self.og, x, self.eval_g)  # monitoring, not counted
         self.g0_norm = float(torch.linalg.vector_norm(gg0))
         self.start_scale = max(1.0, float(torch.linalg.vector_norm(x)))
-        x_prev = x.clone()
-        y_prev: torch.Tensor | None = None
-        m_f = m_g = None
-        lam_max, lam = 0.0, 0.0
-        avg: list[float] | None = None
-        stall = StallTest(o.stall_ratio, self.patience, self.min_phase)
-        lam_ema = 0.0
-        next_check = 0  # fresh lower-level tests before raising Λ: at most one per report_every steps
-        best = (x.clone(), 0)
+        self.x, self.x_prev = x, x.clone()
+        self.y_prev: torch.Tensor | None = None
+        self.m_f: torch.Tensor | None = None
+        self.m_g: torch.Tensor | None = None
+        self.lam_max, self.lam = 0.0, 0.0
+        self.avg: list[float] | None = None
+        self.stall = StallTest(o.stall_ratio, self.patience, self.min_phase)
+        self.lam_ema = 0.0
+        self.next_check = 0  # fresh lower-level tests before raising Λ: at most one per report_every steps
+        self.best = (x.clone(), 0)  # the last monitored finite iterate (rollbacks and `diverged` return to it)
         self.rollbacks = 0
-        status: Status | None = None
-        note = ""
-        t = 0
-        k_mom = 0
+        self.k_mom = 0
         self.phases = 0
-        while True:
-            if ctx.should_stop():
-                status = ctx.stop_status()
-                break
-            if t >= self.max_iter:
-                status = Status.ITERATION_LIMIT
-                break
-            beta = self.beta(k_mom) if t > stall.start else 0.0
-            k_mom += 1
-            y = x + beta * (x - x_prev) if beta > 0 else x
-            if beta > 0 and flat.needs_projection:
-                y = flat.project_(y.clone())
-            bf, bg = self.of.draw(), None
-            fv, gf = self.of.grad(y, bf)
-            split = o.split_batch and self.og.stochastic and o.variant != "vr" and (self.og.batch or 0) >= 2
-            if split:
-                # two independent half batches: their mean is the usual estimate, and ⟨∇g₁, ∇g₂⟩ is an
-                # unbiased estimate of ‖∇g‖² (the plain ‖∇g_B‖² is inflated by the minibatch variance)
-                gv, gg, gg1, gg2 = self.og.grad_halves(y)
-                ng2 = float(gg1 @ gg2)
-            else:
-                bg = self.og.draw()
-                gv, gg = self.og.grad(y, bg)
-            if o.variant == "vr":
-                if m_f is not None and m_g is not None and y_prev is not None:  # (all three are set together)
-                    # STORM: correct the previous estimate with the same minibatch at the previous point
-                    _, gf_old = self.of.grad(y_prev, bf) if self.of.stochastic else (None, m_f)
-                    _, gg_old = self.og.grad(y_prev, bg) if self.og.stochastic else (None, m_g)
-                    if self.of.stochastic:
-                        gf = gf + (1.0 - o.vr_a) * (m_f - gf_old)
-                    if self.og.stochastic:
-                        gg = gg + (1.0 - o.vr_a) * (m_g - gg_old)
-                m_f, m_g, y_prev = gf, gg, y
-            self.t_now = t
-            mu = self.mu(t)
-            F = gf + mu * gg if mu > 0 else gf
-            if not split:
-                ng2 = float(gg @ gg)
-            nf2 = float(F @ F)
-            inner = float(F @ gg)
-            alpha = self.alpha()
-            if o.phi == "gap":
-                assert self.g_star is not None  # phi = 'gap' without g* is refused in __init__
-                phi = alpha * max(0.0, float(gv) - float(self.g_star))
-            else:
-                phi = alpha * ng2
-            rho = self.rho(t, nf2)
-            if self.smoothing > 0:
-                # averaged estimates of ‖∇g‖² and ⟨∇F, ∇g⟩: a ratio of noisy minibatch numbers is biased,
-                # and a λ that jumps every step makes each step minimize a different function
-                s_ = self.smoothing
-                new = (ng2, inner, phi)
-                avg = list(new) if avg is None else [(1 - s_) * a + s_ * b for a, b in zip(avg, new, strict=True)]
-                ng2_, inner_, phi_ = avg
-            else:
-                ng2_, inner_, phi_ = ng2, inner, phi
-            den = ng2_ + rho
-            num = phi_ - inner_
-            if den <= 0.0:  # only an unperturbed split estimate can get here: the barrier is undefined
-                den = 1e-30 * max(nf2, 1e-30)
-            lam = max(0.0, num / den)
-            if not math.isfinite(lam):
-                status, note = Status.DIVERGED, "the multiplier is not finite (‖∇g‖² + ρ = 0 with ⟨∇f, ∇g⟩ ≠ 0)"
-                break
-            lam_max = max(lam_max, lam)
-            d = F + lam * gg
-            eta = self.step_size(t, lam, mu)
-            x_new = y - eta * d
-            if flat.needs_projection:
-                flat.project_(x_new)
-            if not finite(x_new, fv, gv) or float(torch.linalg.vector_norm(x_new)) > BLOWUP * self.start_scale:
-                if o.step_rule == "adaptive" and self.rollbacks < MAX_ROLLBACKS:
-                    # the curvature met on the way is larger than the one estimated at the start (a
-                    # nonconvex or quartic level): back to the last monitored point with 4× the estimates
-                    self.rollbacks += 1
-                    self.Lf, self.Lg = 4.0 * self.Lf, 4.0 * self.Lg
-                    x, k_mom, avg = best[0].clone(), 0, None
-                    x_prev = x.clone()
-                    m_f = m_g = y_prev = None
-                    stall.reset(t)
-                    continue
-                status, note = Status.DIVERGED, f"non-finite or exploding iterate at iteration {t}"
-                break
-            if o.momentum < 0 and float(d @ (x_new - x)) > 0:
-                k_mom = 0  # adaptive restart (O'Donoghue & Candès): momentum points uphill
-            x_prev, x = x, x_new
-            t += 1
-            # stall rule: when the phase has reached its resting point (the expected direction has
-            # vanished relative to ‖F‖) or stopped getting closer, raise the multiplier level
-            dd = float((F + lam * gg1) @ (F + lam * gg2)) if split else float(d @ d)
-            stalled = stall.update(t, dd / max(nf2, 1e-60))
-            # … or when λ presses against the level Λ the perturbation allows (bind_frac)
-            lam_ema = lam if t - stall.start <= 1 else 0.9 * lam_ema + 0.1 * lam
-            if self.bind_frac > 0 and lam_ema >= self.bind_frac * self.Lam and t - stall.start >= stall.min_steps:
-                stalled = True
-            may_grow = o.perturbation and o.rho_rule == "stall" and self.Lam < o.lam_cap
-            if may_grow and stalled and t >= next_check:
-                next_check = t + o.report_every
-                grow = not self._lower_ok_now(x)
-            else:
-                grow = False
-            if grow:
-                self.Lam *= self.growth
-                self.phases += 1
-                stall.reset(t)
-                k_mom = 0
-                x_prev = x.clone()
-                m_f = m_g = y_prev = None
-            if t % o.report_every == 0:
-                done, row = self._monitor(x, t, lam, lam_max, rho, eta)
-                if row is None:
-                    status, note = Status.DIVERGED, f"non-finite objective at iteration {t}"
-                    break
-                best = (x.clone(), t)
-                if done:
-                    status = Status.CONVERGED
-                    break
+        self.rho_now = self.eta = 0.0
+        # limits checked before each step (time or interrupt first); the monitor writes the history rows
+        end = run_loop(self, ctx, LoopOptions(max_iter=self.max_iter, check_every=1))
+        status, note, t = end.status, end.note, int(end.iterations)
+        x = self.x
         if status == Status.DIVERGED:
-            x = best[0]
+            x = self.best[0]
         else:
-            self._monitor(x, t, lam, lam_max, 0.0, 0.0, final=True)
-        return self._finish(x, status or Status.ITERATION_LIMIT, t, note, lam_max)
+            self._monitor(x, t, self.lam, self.lam_max, 0.0, 0.0, final=True)
+        return self._finish(x, status or Status.ITERATION_LIMIT, t, note, self.lam_max)
+
+    # --- one step for the shared run loop (backends/loop.py)
+    def update(self, t: float) -> End | Redo | None:
+        """The move from iteration t: momentum point, (minibatch) gradients, the multiplier λ, the step."""
+        o, flat, ti = self.o, self.flat, int(t)
+        x, x_prev = self.x, self.x_prev
+        beta = self.beta(self.k_mom) if ti > self.stall.start else 0.0
+        self.k_mom += 1
+        y = x + beta * (x - x_prev) if beta > 0 else x
+        if beta > 0 and flat.needs_projection:
+            y = flat.project_(y.clone())
+        bf, bg = self.of.draw(), None
+        fv, gf = self.of.grad(y, bf)
+        split = o.split_batch and self.og.stochastic and o.variant != "vr" and (self.og.batch or 0) >= 2
+        gg1 = gg2 = None
+        if split:
+            # two independent half batches: their mean is the usual estimate, and ⟨∇g₁, ∇g₂⟩ is an
+            # unbiased estimate of ‖∇g‖² (the plain ‖∇g_B‖² is inflated by the minibatch variance)
+            gv, gg, gg1, gg2 = self.og.grad_halves(y)
+            ng2 = float(gg1 @ gg2)
+        else:
+            bg = self.og.draw()
+            gv, gg = self.og.grad(y, bg)
+        if o.variant == "vr":
+            m_f, m_g, y_prev = self.m_f, self.m_g, self.y_prev
+            if m_f is not None and m_g is not None and y_prev is not None:  # (all three are set together)
+                # STORM: correct the previous estimate with the same minibatch at the previous point
+                _, gf_old = self.of.grad(y_prev, bf) if self.of.stochastic else (None, m_f)
+                _, gg_old = self.og.grad(y_prev, bg) if self.og.stochastic else (None, m_g)
+                if self.of.stochastic:
+                    gf = gf + (1.0 - o.vr_a) * (m_f - gf_old)
+                if self.og.stochastic:
+                    gg = gg + (1.0 - o.vr_a) * (m_g - gg_old)
+            self.m_f, self.m_g, self.y_prev = gf, gg, y
+        self.t_now = ti
+        mu = self.mu(ti)
+        F = gf + mu * gg if mu > 0 else gf
+        if not split:
+            ng2 = float(gg @ gg)
+        nf2 = float(F @ F)
+        inner = float(F @ gg)
+        alpha = self.alpha()
+        if o.phi == "gap":
+            assert self.g_star is not None  # phi = 'gap' without g* is refused in __init__
+            phi = alpha * max(0.0, float(gv) - float(self.g_star))
+        else:
+            phi = alpha * ng2
+        rho = self.rho(ti, nf2)
+        if self.smoothing > 0:
+            # averaged estimates of ‖∇g‖² and ⟨∇F, ∇g⟩: a ratio of noisy minibatch numbers is biased,
+            # and a λ that jumps every step makes each step minimize a different function
+            s_ = self.smoothing
+            new = (ng2, inner, phi)
+            avg = list(new) if self.avg is None else [(1 - s_) * a + s_ * b for a, b in zip(self.avg, new, strict=True)]
+            self.avg = avg
+            ng2_, inner_, phi_ = avg
+        else:
+            ng2_, inner_, phi_ = ng2, inner, phi
+        den = ng2_ + rho
+        num = phi_ - inner_
+        if den <= 0.0:  # only an unperturbed split estimate can get here: the barrier is undefined
+            den = 1e-30 * max(nf2, 1e-30)
+        lam = max(0.0, num / den)
+        self.lam = lam
+        if not math.isfinite(lam):
+            return diverged("the multiplier is not finite (‖∇g‖² + ρ = 0 with ⟨∇f, ∇g⟩ ≠ 0)")
+        self.lam_max = max(self.lam_max, lam)
+        d = F + lam * gg
+        eta = self.step_size(ti, lam, mu)
+        x_new = y - eta * d
+        if flat.needs_projection:
+            flat.project_(x_new)
+        if not finite(x_new, fv, gv) or float(torch.linalg.vector_norm(x_new)) > BLOWUP * self.start_scale:
+            if o.step_rule == "adaptive" and self.rollbacks < MAX_ROLLBACKS:
+                # the curvature met on the way is larger than the one estimated at the start (a
+                # nonconvex or quartic level): back to the last monitored point with 4× the estimates
+                self.rollbacks += 1
+                self.Lf, self.Lg = 4.0 * self.Lf, 4.0 * self.Lg
+                self.x, self.k_mom, self.avg = self.best[0].clone(), 0, None
+                self.x_prev = self.x.clone()
+                self.m_f = self.m_g = self.y_prev = None
+                self.stall.reset(ti)
+                return REDO
+            return diverged(f"non-finite or exploding iterate at iteration {ti}")
+        if o.momentum < 0 and float(d @ (x_new - x)) > 0:
+            self.k_mom = 0  # adaptive restart (O'Donoghue & Candès): momentum points uphill
+        self.x_prev, self.x = x, x_new
+        # what the test after the step needs
+        self.dd = float((F + lam * gg1) @ (F + lam * gg2)) if gg1 is not None and gg2 is not None else float(d @ d)
+        self.nf2, self.rho_now, self.eta = nf2, rho, eta
+        return None
+
+    def check(self, t: float) -> End | None:
+        """After the step: the stall rule (raise Λ), then every report_every steps the monitor (history row,
+        convergence test, the iterate kept for rollbacks)."""
+        o, x, lam = self.o, self.x, self.lam
+        stall, ti = self.stall, int(t)
+        # stall rule: when the phase has reached its resting point (the expected direction has
+        # vanished relative to ‖F‖) or stopped getting closer, raise the multiplier level
+        stalled = stall.update(ti, self.dd / max(self.nf2, 1e-60))
+        # … or when λ presses against the level Λ the perturbation allows (bind_frac)
+        self.lam_ema = lam if ti - stall.start <= 1 else 0.9 * self.lam_ema + 0.1 * lam
+        if self.bind_frac > 0 and self.lam_ema >= self.bind_frac * self.Lam and ti - stall.start >= stall.min_steps:
+            stalled = True
+        may_grow = o.perturbation and o.rho_rule == "stall" and self.Lam < o.lam_cap
+        if may_grow and stalled and ti >= self.next_check:
+            self.next_check = ti + o.report_every
+            grow = not self._lower_ok_now(x)
+        else:
+            grow = False
+        if grow:
+            self.Lam *= self.growth
+            self.phases += 1
+            stall.reset(ti)
+            self.k_mom = 0
+            self.x_prev = x.clone()
+            self.m_f = self.m_g = self.y_prev = None
+        if ti % o.report_every == 0:
+            done, row = self._monitor(x, ti, lam, self.lam_max, self.rho_now, self.eta)
+            if row is None:
+                return diverged(f"non-finite objective at iteration {ti}")
+            self.best = (x.clone(), ti)
+            if done:
+                return End(Status.CONVERGED)
+        return None
 
     def _monitor(
         self, x: torch.Tensor, t: int, lam: float, lam_max: float, rho: float, eta: float, final: bool = False

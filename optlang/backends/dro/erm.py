@@ -16,6 +16,7 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.common import check_choice
 from optlang.backends.dro.common import shared_refusal
 from optlang.backends.dro.report import solution_report
+from optlang.backends.loop import from_fields
 from optlang.problem import DROProblem
 
 
@@ -55,7 +56,7 @@ class ERM(Backend):
 
         o = options
         check_choice(self.name, "solver", o.solver, ("auto", "lbfgs", "adam"))
-        cfg = TrainConfig(solver=o.solver, lr=o.lr, batch_size=o.batch_size, full_batch_max=o.full_batch_max)
+        cfg = from_fields(TrainConfig, o)  # solver, lr, batch_size, full_batch_max: by name
         out = train_polished(
             problem, lambda dtype: MeanObjective(problem.loss.compile(ctx.device, dtype)), ctx, cfg, o.polish_iter
         )

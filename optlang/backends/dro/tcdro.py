@@ -28,6 +28,7 @@ from optlang.backends.dro.common import (
     shared_refusal,
 )
 from optlang.backends.dro.report import base_divergence, problem_regions, region_targets, resolve_mix, solution_report
+from optlang.backends.loop import from_fields
 from optlang.errors import OptionError
 from optlang.problem import DROProblem
 
@@ -122,14 +123,7 @@ class TCDRO(Backend):
             problem = dro_auto.resolved(problem, chosen)
             o = dataclasses.replace(o, outer_radius=float(chosen.get("outer_radius", o.outer_radius)))
         amb = problem.ambiguity
-        cfg = TrainConfig(
-            solver=o.solver,
-            lr=o.lr,
-            batch_size=o.batch_size,
-            full_batch_max=o.full_batch_max,
-            dual=o.dual,
-            refresh=o.refresh,
-        )
+        cfg = from_fields(TrainConfig, o)  # solver, lr, batch_size, full_batch_max, dual, refresh: by name
         if amb.kind == "wasserstein":
             if problem.linear is None:
                 return RawSolution(Status.ERROR, {}, info={"error": "wasserstein needs a linear-residual loss"})

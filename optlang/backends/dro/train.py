@@ -20,6 +20,7 @@ import numpy as np
 from optlang.backends.base import RunContext, Status
 from optlang.backends.common import KeepBest, finite, init_tensors, project_all_, to_numpy
 from optlang.backends.dro.common import Regions, RobustValue, robust_value
+from optlang.backends.loop import End, LoopOptions, Step, diverged, run_loop
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import DROProblem, LinearResidual
 
@@ -283,15 +284,55 @@ def train(
     n = problem.n_samples
     best = KeepBest(tensors)
 
-    def evaluate() -> float:
-        with torch.no_grad():
-            return float(objective.full(tensors))
-
-    status = Status.ITERATION_LIMIT
-    it = 0
-    opt: torch.optim.Optimizer
+    step: _Calm
     if solver == "lbfgs":
-        opt = torch.optim.LBFGS(
+        step = _LBFGSStep(objective, tensors, params, tol)
+    else:
+        step = _AdamStep(problem, objective, tensors, params, cfg, ctx, bs, max_iter, tol)
+    step.prev = _evaluate(objective, tensors)
+    best.offer(step.prev)
+    ctx.report(step.prev)
+    # L-BFGS: a row every 10 iterations; Adam: one at each full evaluation (every eval_every steps)
+    report_every = 10 if solver == "lbfgs" else 1
+    options = LoopOptions(
+        max_iter=max_iter, iterations_first=True, report_every=report_every, report_value="best", restore="always"
+    )
+    end = run_loop(step, ctx, options, keep=best)
+    status = end.status or Status.ITERATION_LIMIT
+    it = int(end.iterations)
+    return TrainOutcome(to_numpy(tensors), status, it, solver if bs >= n else f"{solver}-minibatch", best.value)
+
+
+def _evaluate(objective: Objective, tensors: dict[str, torch.Tensor]) -> float:
+    """The exact full-batch objective (no gradient)."""
+    with torch.no_grad():
+        return float(objective.full(tensors))
+
+
+class _Calm(Step):
+    """Converged after three evaluations in a row whose value moved by at most tol·max(1, |value|)."""
+
+    def __init__(self, tol: float) -> None:
+        self.tol = tol
+        self.prev = math.inf
+        self.calm = 0
+        self.value = math.inf
+
+    def calm_after(self, val: float) -> End | None:
+        self.calm = self.calm + 1 if abs(self.prev - val) <= self.tol * max(1.0, abs(val)) else 0
+        self.prev = val
+        return End(Status.CONVERGED) if self.calm >= 3 else None
+
+
+class _LBFGSStep(_Calm):
+    """One full-batch L-BFGS iteration (strong Wolfe); the exact objective after it."""
+
+    def __init__(
+        self, objective: Objective, tensors: dict[str, torch.Tensor], params: list[torch.Tensor], tol: float
+    ) -> None:
+        super().__init__(tol)
+        self.objective, self.tensors, self.params = objective, tensors, params
+        self.opt = torch.optim.LBFGS(
             params,
             lr=1.0,
             max_iter=1,
@@ -302,82 +343,92 @@ def train(
             tolerance_change=1e-16,
         )
 
-        def closure() -> torch.Tensor:
-            opt.zero_grad()
-            val = objective.full(tensors)
-            val.backward()
-            return val
+    def _closure(self) -> torch.Tensor:
+        self.opt.zero_grad()
+        val = self.objective.full(self.tensors)
+        val.backward()
+        return val
 
-        prev = evaluate()
-        best.offer(prev)
-        ctx.report(prev)
-        calm = 0
-        while it < max_iter:
-            if ctx.should_stop():
-                status = ctx.stop_status()
-                break
-            opt.step(closure)
-            it += 1
-            val = evaluate()
-            if not finite(val) or not all(finite(t) for t in params):
-                status = Status.DIVERGED
-                break
-            best.offer(val)
-            if it % 10 == 0:
-                ctx.report(best.value)
-            calm = calm + 1 if abs(prev - val) <= tol * max(1.0, abs(val)) else 0
-            prev = val
-            if calm >= 3:
-                status = Status.CONVERGED
-                break
-    else:
-        minibatch = bs < n
-        extra = objective.dual_params() if (minibatch and cfg.dual == "joint") else []
-        opt = torch.optim.Adam(params + extra, lr=cfg.lr)
+    def update(self, t: float) -> float | End:
+        self.opt.step(self._closure)
+        self.value = _evaluate(self.objective, self.tensors)
+        if not all(finite(p) for p in self.params):
+            return diverged(counted=True)
+        return self.value
+
+    def check(self, t: float) -> End | None:
+        return self.calm_after(self.value)
+
+
+class _AdamStep(_Calm):
+    """One projected Adam step (full batch, or a minibatch with the duals refreshed every `refresh`
+    steps); the exact objective every eval_every steps and at the last one."""
+
+    def __init__(
+        self,
+        problem: DROProblem,
+        objective: Objective,
+        tensors: dict[str, torch.Tensor],
+        params: list[torch.Tensor],
+        cfg: TrainConfig,
+        ctx: RunContext,
+        bs: int,
+        max_iter: int,
+        tol: float,
+    ) -> None:
+        super().__init__(tol)
+        n = problem.n_samples
+        self.problem, self.objective, self.tensors, self.bs, self.n, self.max_iter = (
+            problem,
+            objective,
+            tensors,
+            bs,
+            n,
+            max_iter,
+        )
+        self.minibatch = bs < n
+        extra = objective.dual_params() if (self.minibatch and cfg.dual == "joint") else []
+        self.opt = torch.optim.Adam(params + extra, lr=cfg.lr)
         steps_per_epoch = max(1, math.ceil(n / bs))
-        refresh = cfg.refresh or steps_per_epoch
-        eval_every = cfg.eval_every or (steps_per_epoch if minibatch else 10)
-        gen = ctx.torch_generator()
-        perm = torch.randperm(n, generator=gen, device=ctx.device)
-        pos = 0
-        prev = evaluate()
-        best.offer(prev)
-        ctx.report(prev)
-        calm = 0
-        while it < max_iter:
-            if ctx.should_stop():
-                status = ctx.stop_status()
-                break
-            opt.zero_grad()
-            if minibatch:
-                if it % refresh == 0:
-                    objective.refresh(tensors)
-                if pos + bs > n:
-                    perm = torch.randperm(n, generator=gen, device=ctx.device)
-                    pos = 0
-                idx = perm[pos : pos + bs]
-                pos += bs
-                val_t = objective.batch(tensors, idx)
-            else:
-                val_t = objective.full(tensors)
-            if not finite(val_t):
-                status = Status.DIVERGED
-                break
-            val_t.backward()
-            opt.step()
-            project_all_(problem.variables, tensors)
-            it += 1
-            if it % eval_every == 0 or it == max_iter:
-                val = evaluate()
-                if not finite(val):
-                    status = Status.DIVERGED
-                    break
-                best.offer(val)
-                ctx.report(best.value)
-                calm = calm + 1 if abs(prev - val) <= tol * max(1.0, abs(val)) else 0
-                prev = val
-                if calm >= 3:
-                    status = Status.CONVERGED
-                    break
-    best.restore()
-    return TrainOutcome(to_numpy(tensors), status, it, solver if bs >= n else f"{solver}-minibatch", best.value)
+        self.refresh = cfg.refresh or steps_per_epoch
+        self.eval_every = cfg.eval_every or (steps_per_epoch if self.minibatch else 10)
+        self.gen = ctx.torch_generator()
+        self.device = ctx.device
+        self.perm = torch.randperm(n, generator=self.gen, device=ctx.device)
+        self.pos = 0
+        self.fresh = False
+        self.val_t: torch.Tensor | None = None
+
+    def measure(self, t: float) -> End | None:
+        self.opt.zero_grad()
+        if self.minibatch:
+            if t % self.refresh == 0:
+                self.objective.refresh(self.tensors)
+            if self.pos + self.bs > self.n:
+                self.perm = torch.randperm(self.n, generator=self.gen, device=self.device)
+                self.pos = 0
+            idx = self.perm[self.pos : self.pos + self.bs]
+            self.pos += self.bs
+            self.val_t = self.objective.batch(self.tensors, idx)
+        else:
+            self.val_t = self.objective.full(self.tensors)
+        return None if finite(self.val_t) else diverged()  # a minibatch estimate: tested, never kept
+
+    def update(self, t: float) -> float | None:
+        assert self.val_t is not None
+        self.val_t.backward()
+        self.opt.step()
+        project_all_(self.problem.variables, self.tensors)
+        it = t + 1
+        self.fresh = it % self.eval_every == 0 or it == self.max_iter
+        if not self.fresh:
+            return None
+        self.value = _evaluate(self.objective, self.tensors)
+        return self.value
+
+    def row(self, t: float, value: float | None, ctx: RunContext) -> None:
+        if self.fresh and value is not None:
+            ctx.report(value)
+
+    def check(self, t: float) -> End | None:
+        return self.calm_after(self.value) if self.fresh else None

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from optlang.backends.base import RawSolution, RunContext, Status, interrupt_to_flag
-from optlang.backends.common import finite, init_tensors, to_numpy
+from optlang.backends.base import RawSolution, RunContext, Status
+from optlang.backends.common import KeepBest, finite, init_tensors, to_numpy
+from optlang.backends.loop import End, LoopOptions, Step, diverged, from_fields, run_loop
 from optlang.backends.minimax.stationarity import mapping_sq, project, sq_norm, stationarity_report, value_and_grads
 from optlang.backends.stopping import Stagnation
 from optlang.lazy import lazy_module, no_grad
@@ -108,7 +109,7 @@ class LoopSettings:
     @classmethod
     def from_options(cls, options: Any) -> LoopSettings:
         """The loop settings named in a backend's Options (each field copied by name, never by position)."""
-        return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
+        return from_fields(cls, options)
 
 
 def default_tol(ctx: RunContext) -> float:
@@ -147,6 +148,87 @@ def _clone(t: Tensors) -> Tensors:
     return {k: v.detach().clone() for k, v in t.items()}
 
 
+class _MinimaxStep(Step):
+    """One minimax iteration for the shared run loop: gradients (divergence, and the deterministic
+    stationarity test before the move), the rule's update, the stochastic test after it."""
+
+    def __init__(
+        self,
+        problem: MinimaxProblem,
+        rule: StepRule,
+        ctx: RunContext,
+        settings: LoopSettings,
+        oracle: MinimaxOracle,
+        sampler: Sampler,
+        x: Tensors,
+        y: Tensors,
+        p0: float,
+        g_first: float,
+        tol: float,
+    ) -> None:
+        self.problem, self.rule, self.ctx, self.settings = problem, rule, ctx, settings
+        self.oracle, self.sampler, self.x, self.y = oracle, sampler, x, y
+        self.g_first = g_first
+        self.tol_abs = tol * p0
+        self.threshold = self.tol_abs
+        self.best = KeepBest({**x, **y})  # the lowest stationarity proxy (not the objective)
+        self.best.take(p0)
+        self.verifications: list[dict[str, Any]] = []
+        self.batch: torch.Tensor | None = None
+        self.gx: Tensors = {}
+        self.gy: Tensors = {}
+        self.last_f = 0.0
+        self.t: float = 0
+
+    def consider(self, p: float) -> bool:
+        """Track the best iterate; True when the current point is verified stationary (an inner solve)."""
+        self.best.offer(p)
+        if p > self.threshold:
+            return False
+        s, ctx = self.settings, self.ctx
+        point = to_numpy({**self.x, **self.y})
+        rep = stationarity_report(self.problem, point, ctx.device, s.inner_iters, convex_concave="no", seed=ctx.seed)
+        self.verifications.append({"iteration": self.t, "proxy": p, "grad_phi_norm": rep["grad_phi_norm"]})
+        g = rep["grad_phi_norm"]
+        if g is not None and g <= self.tol_abs:
+            self.best.take(p)
+            return True
+        self.threshold = p / 10.0
+        return False
+
+    def measure(self, t: float) -> End | None:
+        self.t = t
+        x, y, oracle = self.x, self.y, self.oracle
+        self.batch = self.sampler.next()
+        f, self.gx, self.gy = oracle.grads(x, y, self.batch)
+        gnorm = math.sqrt(sq_norm(self.gx) + sq_norm(self.gy))  # inf or nan when any entry is
+        if not (math.isfinite(gnorm) and math.isfinite(float(f))) or gnorm > BLOWUP * max(self.g_first, 1e-30):
+            return diverged()
+        self.last_f = float(f)
+        if not self.sampler.stochastic and self.consider(oracle.proxy(x, y, self.gx, self.gy)):
+            return End(Status.CONVERGED)
+        return None
+
+    def update(self, t: float) -> End | None:
+        x, y = self.x, self.y
+        self.rule.update(int(t), x, y, self.gx, self.gy, self.batch, self.oracle)
+        if not math.isfinite(sq_norm(x) + sq_norm(y)):
+            return diverged(counted=True)
+        return None
+
+    def row(self, t: float, value: float | None, ctx: RunContext) -> None:
+        ctx.report(self.last_f)
+
+    def check(self, t: float) -> End | None:
+        """Stochastic runs: the full-batch proxy every check_every steps."""
+        self.t = t
+        x, y, oracle = self.x, self.y, self.oracle
+        _, fgx, fgy = oracle.grads(x, y, None)
+        if finite(*fgx.values(), *fgy.values()) and self.consider(oracle.proxy(x, y, fgx, fgy)):
+            return End(Status.CONVERGED)
+        return None
+
+
 def minimax_loop(
     problem: MinimaxProblem,
     rule: StepRule,
@@ -159,6 +241,7 @@ def minimax_loop(
     Convergence: proxy ≤ tol·proxy₀ (relative), then verified by ‖∇Φ‖ ≤ tol·proxy₀ from an inner
     solve; a failed verification tightens the proxy threshold tenfold and the loop goes on.
     `callback(t, x, y)` (for benchmarks) may stop the run by returning True.
+    The iterations run in the shared loop (backends/loop.py); this function sets it up and reports.
     """
     oracle = MinimaxOracle(problem, ctx)
     start = init_tensors(problem.min_vars + problem.max_vars, ctx, requires_grad=False)
@@ -175,70 +258,30 @@ def minimax_loop(
     p0 = oracle.proxy(x, y, gx0, gy0)
     g_first = math.sqrt(sq_norm(gx0) + sq_norm(gy0))
     tol_abs = tol * p0
-    threshold = tol_abs
-    best_p, best = p0, _clone({**x, **y})
-    status: Status | None = Status.CONVERGED if p0 == 0.0 else None
-    verifications: list[dict[str, Any]] = []
+    step = _MinimaxStep(problem, rule, ctx, settings, oracle, sampler, x, y, p0, g_first, tol)
     stopped_by_callback = False
-    # stagnation (stopping.py): the best proxy has not fallen by 1% in STALL_ITERS iterations and in as
-    # many iterations and seconds again as it took to reach it (a cycling or creeping run ends early)
-    stagnation = Stagnation(settings.patience, rtol=1e-2, floor=0.0)
-    stop = ""
-    t = 0
-    last_f = float(f0)
 
-    def consider(p: float, point: Tensors) -> bool:
-        """Track the best iterate; True when `point` is verified stationary."""
-        nonlocal best_p, best, threshold
-        if p < best_p:
-            best_p, best = p, _clone(point)
-        if p > threshold:
-            return False
-        rep = stationarity_report(
-            problem, to_numpy(point), ctx.device, settings.inner_iters, convex_concave="no", seed=ctx.seed
+    def stop_here(t: float) -> bool:
+        nonlocal stopped_by_callback
+        stopped_by_callback = callback is not None and callback(int(t), x, y)
+        return stopped_by_callback
+
+    if p0 == 0.0:
+        status: Status = Status.CONVERGED
+        stop, t = "converged", 0
+    else:
+        options = LoopOptions(
+            max_iter=max_iter,
+            report_every=settings.report_every,
+            check_every=check_every if sampler.stochastic else 0,
+            restore="never",  # a diverged run returns the best-proxy point below, without copying it back
         )
-        verifications.append({"iteration": t, "proxy": p, "grad_phi_norm": rep["grad_phi_norm"]})
-        g = rep["grad_phi_norm"]
-        if g is not None and g <= tol_abs:
-            best_p, best = p, _clone(point)
-            return True
-        threshold = p / 10.0
-        return False
-
-    with interrupt_to_flag(ctx):
-        while status is None:
-            if t >= max_iter or ctx.should_stop():
-                status = ctx.stop_status(Status.ITERATION_LIMIT)
-                break
-            batch = sampler.next()
-            f, gx, gy = oracle.grads(x, y, batch)
-            gnorm = math.sqrt(sq_norm(gx) + sq_norm(gy))  # inf or nan when any entry is
-            if not (math.isfinite(gnorm) and math.isfinite(float(f))) or gnorm > BLOWUP * max(g_first, 1e-30):
-                status = Status.DIVERGED
-                break
-            last_f = float(f)
-            if not sampler.stochastic and consider(oracle.proxy(x, y, gx, gy), {**x, **y}):
-                status = Status.CONVERGED
-                break
-            rule.update(t, x, y, gx, gy, batch, oracle)
-            t += 1
-            if not math.isfinite(sq_norm(x) + sq_norm(y)):
-                status = Status.DIVERGED
-                break
-            if t % settings.report_every == 0:
-                ctx.report(last_f)
-            if sampler.stochastic and t % check_every == 0:
-                _, fgx, fgy = oracle.grads(x, y, None)
-                if finite(*fgx.values(), *fgy.values()) and consider(oracle.proxy(x, y, fgx, fgy), {**x, **y}):
-                    status = Status.CONVERGED
-                    break
-            if stagnation.update(best_p, ctx.elapsed()):
-                status, stop = Status.FEASIBLE, "stagnated"
-                break
-            if callback is not None and callback(t, x, y):
-                stopped_by_callback = True
-                status = ctx.stop_status(Status.ITERATION_LIMIT)
-                break
+        # stagnation (stopping.py): the best proxy has not fallen by 1% in `patience` iterations and in as
+        # many iterations and seconds again as it took to reach it (a cycling or creeping run ends early)
+        stagnation = Stagnation(settings.patience, rtol=1e-2, floor=0.0)
+        end = run_loop(step, ctx, options, keep=step.best, stagnation=stagnation, callback=stop_here)
+        status, stop, t = end.status or Status.ITERATION_LIMIT, end.stop, int(end.iterations)
+    best, best_p, verifications = step.best.state, step.best.value, step.verifications
 
     # The last iterate is returned (a converged run stopped at the verified point); the best-proxy
     # iterate only when the run diverged, since the unit-step proxy need not decrease monotonically.
@@ -262,10 +305,6 @@ def minimax_loop(
         "verifications": verifications,
         **rule.info(),
     }
-    if not stop:
-        stop = {Status.CONVERGED: "converged", Status.TIME_LIMIT: "time_limit", Status.DIVERGED: "diverged"}.get(
-            status, "interrupted" if ctx.interrupted else "iteration_limit"
-        )
     info["stop"] = stop
     if stopped_by_callback:
         info["stopped_by_callback"] = True

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.loop import End, LoopOptions, Step, diverged, run_loop
 from optlang.backends.multiobjective.common import (
     Archive,
     BatchEval,
@@ -124,146 +125,21 @@ class M3Loop:
 
         `checkpoint(X, phi)` is called every `check_every` iterations; when it returns True the run
         ends as converged (the preferred point was polished to stationarity from there)."""
-        o, ctx, m = self.o, self.ctx, self.m
-        B = next(iter(X.values())).shape[0]
         if self.evx is None:
-            self.evx = BatchEval(self.problem, ctx, with_preference=self.problem.preference is not None)
-        X = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
-        Y = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
-        scales = {v.name: variable_scale(v, X[v.name]) for v in self.vars}
-        ax = ProjectedAdam(X, scales, o.lr)
-        ay = ProjectedAdam(Y, scales, o.lr_y)
-        rho = torch.full((B,), float(o.rho0), dtype=ctx.dtype, device=ctx.device)
-        ramp = max(1, int(o.rho_ramp * iters))
-        growth = (o.rho_max / o.rho0) ** (1.0 / ramp)
-        window = 50
-        snap_x = {k: v.detach().clone() for k, v in X.items()}
-        snap_phi = None
-        stopped = "limit"
-        last_good = _copy(X), _copy(Y)
-        fx_prev_y_gap = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
-        k = 0
-        while k < iters:
-            if ctx.should_stop():
-                stopped = "time"
-                break
-            outx = self.evx(X)
-            if k > 0:
-                # warm start of the inner max: y keeps its place only while it beats y = x (gap 0)
-                with torch.no_grad():
-                    behind = (fx_prev_y_gap < 0) if o.y_reset else torch.zeros(B, dtype=torch.bool)
-                    if bool(behind.any()):
-                        for n in Y:
-                            Y[n].copy_(_where_rows(behind, X[n].detach(), Y[n].detach()))
-            outy = self.evy(Y)
-            fx = outx[:, :m].detach()
-            fy = outy[:, :m].detach()
-            phi_vals = pref(outx.detach())
-            if not (finite_t(fx) and finite_t(fy) and finite_t(phi_vals)):
-                X, Y = _copy(last_good[0], True), _copy(last_good[1], True)
-                stopped = "diverged"
-                break
-            last_good = _copy(X), _copy(Y)
-            if k % archive_every == 0 or k == iters - 1:
-                self.archive.add(torch.cat([fx, fy]), {n: torch.cat([X[n], Y[n]]) for n in X})
-            # λ: closed-form best response of the inner min over the simplex
-            gaps = fx - fy
-            fx_prev_y_gap = gaps.min(1).values
-            lam = self._lambda(gaps, fx, lam_mode)
-            scale_f = 1.0 + fx.abs().max(1).values
-            u_est = gaps.min(1).values
-            eps_s = o.eps * scale_f
-            strict = u_est > eps_s  # y strictly dominates x: u(x) > 0
-            if o.guard == "none":
-                strict = torch.ones_like(u_est, dtype=torch.bool)
-            # weak domination: y is nowhere worse and somewhere strictly better, x is not Pareto
-            weak = (~strict) & (u_est > -eps_s) & (gaps.max(1).values > eps_s)
-            if o.guard != "dominance":
-                weak = torch.zeros_like(weak)
-            active = strict | weak
-
-            def per_objective(out: torch.Tensor, Z: dict, sel: Any = None, with_pref: bool = False) -> tuple:
-                pieces, ok = [], None
-                if with_pref:
-                    gphi, ok = safe_grads(pref(out, sel).sum(), Z, retain=True)
-                    pieces.append(gphi)
-                for i in range(m):
-                    gi, oki = safe_grads(out[:, i].sum(), Z, retain=i < m - 1)
-                    pieces.append({n: nan_to_zero(g) for n, g in gi.items()})
-                    ok = oki if ok is None else ok & oki
-                return (*pieces, ok)
-
-            Jy = list(self._grads(self.evy, Y, outy, per_objective)[:-1])
-            # y's step: the softmin λ of the gaps, plus a small weight on every objective (y_mean) so that
-            # y reaches a Pareto (not only weakly Pareto) point dominating x
-            lam_y = lam + o.y_mean / m if o.guard == "dominance" else lam
-            gy = {n: sum(_bcast(lam_y[:, i], Jy[i][n]) * Jy[i][n] for i in range(m)) for n in Jy[0]}
-            # λ of the penalty force on x (Danskin): the multipliers of y's stationarity, i.e. the
-            # min-norm weights of the reduced gradients at y ("minnorm_y"); or of those at x
-            # ("minnorm_x": the common descent direction of x); or the gaps' softmin λ ("gap")
-            lam_x = lam
-            if o.lambda_x == "minnorm_y":
-                act = None
-                if o.active_ratio >= 0:  # complementary slackness: only gaps near the smallest carry weight
-                    slack = o.active_ratio * torch.clamp(u_est, min=0.0) + 7.0 * self._tau(gaps, fx)[:, 0]
-                    act = gaps <= (u_est + slack)[:, None]
-                Ry = [reduced_grad(self.vars, Y, g) for g in Jy]
-                # objectives already at a bound-constrained minimum in y (reduced gradient zero) carry no
-                # multiplier: they would pin x to that face or corner (DTLZ2's x₁ = 1, ZDT1's x₁ = 0)
-                norms = torch.stack([_bnorm(r) for r in Ry], 1)
-                live = norms > 1e-6 * norms.max(1, keepdim=True).values
-                act = live if act is None else act & live
-                lam_x, _ = min_norm_weights(Ry, allowed=act)
-            if bool(weak.any()):  # only the strictly improvable objectives pull a weakly dominated x
-                imp = (gaps > eps_s[:, None]).to(lam.dtype)
-                lam_w = imp / torch.clamp(imp.sum(1, keepdim=True), min=1.0)
-                if o.lambda_x == "minnorm_x":
-                    lam_x = lam_w  # replaced below where x is not weakly dominated
-                else:
-                    lam_x = torch.where(weak[:, None], lam_w, lam_x)
-            if o.lambda_x == "minnorm_x":
-                gphi, *Jx = self._grads(self.evx, X, outx, lambda o_, Z, sel=None: per_objective(o_, Z, sel, True))[:-1]
-                lam_mx, _ = min_norm_weights([reduced_grad(self.vars, X, g) for g in Jx])
-                lam_x = torch.where(weak[:, None], lam_x, lam_mx)
-                gF = {n: sum(_bcast(lam_x[:, i], Jx[i][n]) * Jx[i][n] for i in range(m)) for n in Jx[0]}
-            else:
-
-                def x_pieces(out: torch.Tensor, Z: dict, sel: Any = None, w: torch.Tensor = lam_x) -> tuple:
-                    gphi, ok1 = safe_grads(pref(out, sel).sum(), Z, retain=True)
-                    wk = w if sel is None else w[sel]
-                    gF, ok2 = safe_grads((wk * out[:, :m]).sum(), Z)
-                    return gphi, {n: nan_to_zero(g) for n, g in gF.items()}, ok1 & ok2
-
-                gphi, gF = self._grads(self.evx, X, outx, x_pieces)[:-1]
-            # ρ: geometric schedule, kept in a band so that the penalty force is rho_adapt to rho_cap
-            # times the preference force (it can always win, and it never swamps the steps)
-            ratio = _bnorm(gphi) / torch.clamp(_bnorm(gF), min=1e-30)
-            rho_s = min(o.rho_max, o.rho0 * growth ** min(k, ramp))
-            hi = torch.clamp(o.rho_cap * ratio, min=o.rho0)
-            rho = torch.minimum(torch.maximum(torch.full_like(ratio, rho_s), o.rho_adapt * ratio), hi)
-            coef = rho * active.to(rho.dtype)
-            gx = {n: nan_to_zero(gphi[n]) + _bcast(coef, gphi[n]) * nan_to_zero(gF[n]) for n in gphi}
-            f = cosine(k, iters, o.lr_final)
-            ax.step(X, gx, f)
-            ay.step(Y, {n: nan_to_zero(g) for n, g in gy.items()}, f)
-            batched_project_(self.vars, X)
-            batched_project_(self.vars, Y)
-            k += 1
-            if k % 25 == 0:
-                ctx.report(float(phi_vals.mean()), None, iteration=k, merit=float(u_est.clamp(min=0).max()))
-            if checkpoint is not None and k % check_every == 0 and checkpoint(X, phi_vals):
-                stopped = "converged"
-                break
-            if k % window == 0:
-                dx = max(float((X[n].detach() - snap_x[n]).abs().max()) / scales[n] for n in X)
-                dphi = None if snap_phi is None else float((phi_vals - snap_phi).abs().max())
-                tol_phi = o.tol * (1.0 + float(phi_vals.abs().max()))
-                if k >= 2 * window and dx < o.tol and dphi is not None and dphi < tol_phi:
-                    stopped = "converged"
-                    break
-                snap_x = _copy(X)
-                snap_phi = phi_vals.clone()
-        return _Run(X=X, Y=Y, iterations=k, stopped=stopped, rho=rho.detach().cpu().numpy())
+            self.evx = BatchEval(self.problem, self.ctx, with_preference=self.problem.preference is not None)
+        step = _M3Step(self, X, pref, iters, lam_mode, archive_every, checkpoint, check_every)
+        # the limits: iterations first, then the time limit or an interrupt ("time"); a row every 25
+        end = run_loop(step, self.ctx, LoopOptions(max_iter=iters, iterations_first=True, report_every=25))
+        if end.status == Status.DIVERGED:  # back to the last finite iterates
+            step.X, step.Y = _copy(step.last_good[0], True), _copy(step.last_good[1], True)
+        stopped = {
+            Status.CONVERGED: "converged",
+            Status.DIVERGED: "diverged",
+            Status.ITERATION_LIMIT: "limit",
+        }.get(end.status, "time")  # type: ignore[arg-type]  # every end of this loop has a status
+        return _Run(
+            X=step.X, Y=step.Y, iterations=int(end.iterations), stopped=stopped, rho=step.rho.detach().cpu().numpy()
+        )
 
     def _lambda(self, gaps: torch.Tensor, fx: torch.Tensor, mode: str) -> torch.Tensor:
         """λ on the simplex: softmin(G/τ) (entropic) or the vertex of the smallest gap (argmin)."""
@@ -274,6 +150,172 @@ class M3Loop:
     def _tau(self, gaps: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
         """The softmin temperature (B, 1): tau times the magnitude of the objectives and gaps."""
         return self.o.tau * (1e-12 + fx.abs().mean(1, keepdim=True) + gaps.abs().max(1, keepdim=True).values)
+
+
+class _M3Step(Step):
+    """One iteration of the M³ single loop (module docstring) on the B instances, for the shared run loop:
+    `measure` evaluates F at x and y (a non-finite value ends the run `diverged`), `update` moves λ, y,
+    x and ρ, `check` runs the polish checkpoint and the 50-iteration window test."""
+
+    def __init__(
+        self,
+        loop: M3Loop,
+        X: dict[str, torch.Tensor],
+        pref: Any,
+        iters: int,
+        lam_mode: str,
+        archive_every: int,
+        checkpoint: Any,
+        check_every: int,
+    ) -> None:
+        o, ctx = loop.o, loop.ctx
+        self.loop, self.o, self.ctx, self.m = loop, o, ctx, loop.m
+        self.pref, self.iters, self.lam_mode = pref, iters, lam_mode
+        self.archive_every, self.checkpoint, self.check_every = archive_every, checkpoint, check_every
+        B = next(iter(X.values())).shape[0]
+        self.X = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
+        self.Y = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
+        self.scales = {v.name: variable_scale(v, self.X[v.name]) for v in loop.vars}
+        self.ax = ProjectedAdam(self.X, self.scales, o.lr)
+        self.ay = ProjectedAdam(self.Y, self.scales, o.lr_y)
+        self.rho = torch.full((B,), float(o.rho0), dtype=ctx.dtype, device=ctx.device)
+        self.ramp = max(1, int(o.rho_ramp * iters))
+        self.growth = (o.rho_max / o.rho0) ** (1.0 / self.ramp)
+        self.window = 50
+        self.snap_x = {k: v.detach().clone() for k, v in self.X.items()}
+        self.snap_phi: torch.Tensor | None = None
+        self.last_good = _copy(self.X), _copy(self.Y)
+        self.fx_prev_y_gap = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
+        self.B = B
+
+    def measure(self, t: float) -> End | None:
+        k, o, m, X, Y = int(t), self.o, self.m, self.X, self.Y
+        assert self.loop.evx is not None
+        self.outx = self.loop.evx(X)
+        if k > 0:
+            # warm start of the inner max: y keeps its place only while it beats y = x (gap 0)
+            with torch.no_grad():
+                behind = (self.fx_prev_y_gap < 0) if o.y_reset else torch.zeros(self.B, dtype=torch.bool)
+                if bool(behind.any()):
+                    for n in Y:
+                        Y[n].copy_(_where_rows(behind, X[n].detach(), Y[n].detach()))
+        self.outy = self.loop.evy(Y)
+        self.fx = self.outx[:, :m].detach()
+        self.fy = self.outy[:, :m].detach()
+        self.phi_vals = self.pref(self.outx.detach())
+        if not (finite_t(self.fx) and finite_t(self.fy) and finite_t(self.phi_vals)):
+            return diverged()
+        self.last_good = _copy(X), _copy(Y)
+        return None
+
+    def update(self, t: float) -> None:
+        k, o, m, X, Y, iters, pref = int(t), self.o, self.m, self.X, self.Y, self.iters, self.pref
+        outx, outy, fx, fy = self.outx, self.outy, self.fx, self.fy
+        evx = self.loop.evx
+        assert evx is not None  # made by M3Loop.run
+        if k % self.archive_every == 0 or k == iters - 1:
+            self.loop.archive.add(torch.cat([fx, fy]), {n: torch.cat([X[n], Y[n]]) for n in X})
+        # λ: closed-form best response of the inner min over the simplex
+        gaps = fx - fy
+        self.fx_prev_y_gap = gaps.min(1).values
+        lam = self.loop._lambda(gaps, fx, self.lam_mode)
+        scale_f = 1.0 + fx.abs().max(1).values
+        u_est = gaps.min(1).values
+        eps_s = o.eps * scale_f
+        strict = u_est > eps_s  # y strictly dominates x: u(x) > 0
+        if o.guard == "none":
+            strict = torch.ones_like(u_est, dtype=torch.bool)
+        # weak domination: y is nowhere worse and somewhere strictly better, x is not Pareto
+        weak = (~strict) & (u_est > -eps_s) & (gaps.max(1).values > eps_s)
+        if o.guard != "dominance":
+            weak = torch.zeros_like(weak)
+        active = strict | weak
+
+        def per_objective(out: torch.Tensor, Z: dict, sel: Any = None, with_pref: bool = False) -> tuple:
+            pieces, ok = [], None
+            if with_pref:
+                gphi, ok = safe_grads(pref(out, sel).sum(), Z, retain=True)
+                pieces.append(gphi)
+            for i in range(m):
+                gi, oki = safe_grads(out[:, i].sum(), Z, retain=i < m - 1)
+                pieces.append({n: nan_to_zero(g) for n, g in gi.items()})
+                ok = oki if ok is None else ok & oki
+            return (*pieces, ok)
+
+        Jy = list(self.loop._grads(self.loop.evy, Y, outy, per_objective)[:-1])
+        # y's step: the softmin λ of the gaps, plus a small weight on every objective (y_mean) so that
+        # y reaches a Pareto (not only weakly Pareto) point dominating x
+        lam_y = lam + o.y_mean / m if o.guard == "dominance" else lam
+        gy = {n: sum(_bcast(lam_y[:, i], Jy[i][n]) * Jy[i][n] for i in range(m)) for n in Jy[0]}
+        # λ of the penalty force on x (Danskin): the multipliers of y's stationarity, i.e. the
+        # min-norm weights of the reduced gradients at y ("minnorm_y"); or of those at x
+        # ("minnorm_x": the common descent direction of x); or the gaps' softmin λ ("gap")
+        lam_x = lam
+        if o.lambda_x == "minnorm_y":
+            act = None
+            if o.active_ratio >= 0:  # complementary slackness: only gaps near the smallest carry weight
+                slack = o.active_ratio * torch.clamp(u_est, min=0.0) + 7.0 * self.loop._tau(gaps, fx)[:, 0]
+                act = gaps <= (u_est + slack)[:, None]
+            Ry = [reduced_grad(self.loop.vars, Y, g) for g in Jy]
+            # objectives already at a bound-constrained minimum in y (reduced gradient zero) carry no
+            # multiplier: they would pin x to that face or corner (DTLZ2's x₁ = 1, ZDT1's x₁ = 0)
+            norms = torch.stack([_bnorm(r) for r in Ry], 1)
+            live = norms > 1e-6 * norms.max(1, keepdim=True).values
+            act = live if act is None else act & live
+            lam_x, _ = min_norm_weights(Ry, allowed=act)
+        if bool(weak.any()):  # only the strictly improvable objectives pull a weakly dominated x
+            imp = (gaps > eps_s[:, None]).to(lam.dtype)
+            lam_w = imp / torch.clamp(imp.sum(1, keepdim=True), min=1.0)
+            if o.lambda_x == "minnorm_x":
+                lam_x = lam_w  # replaced below where x is not weakly dominated
+            else:
+                lam_x = torch.where(weak[:, None], lam_w, lam_x)
+        if o.lambda_x == "minnorm_x":
+            gphi, *Jx = self.loop._grads(evx, X, outx, lambda o_, Z, sel=None: per_objective(o_, Z, sel, True))[:-1]
+            lam_mx, _ = min_norm_weights([reduced_grad(self.loop.vars, X, g) for g in Jx])
+            lam_x = torch.where(weak[:, None], lam_x, lam_mx)
+            gF = {n: sum(_bcast(lam_x[:, i], Jx[i][n]) * Jx[i][n] for i in range(m)) for n in Jx[0]}
+        else:
+
+            def x_pieces(out: torch.Tensor, Z: dict, sel: Any = None, w: torch.Tensor = lam_x) -> tuple:
+                gphi, ok1 = safe_grads(pref(out, sel).sum(), Z, retain=True)
+                wk = w if sel is None else w[sel]
+                gF, ok2 = safe_grads((wk * out[:, :m]).sum(), Z)
+                return gphi, {n: nan_to_zero(g) for n, g in gF.items()}, ok1 & ok2
+
+            gphi, gF = self.loop._grads(evx, X, outx, x_pieces)[:-1]
+        # ρ: geometric schedule, kept in a band so that the penalty force is rho_adapt to rho_cap
+        # times the preference force (it can always win, and it never swamps the steps)
+        ratio = _bnorm(gphi) / torch.clamp(_bnorm(gF), min=1e-30)
+        rho_s = min(o.rho_max, o.rho0 * self.growth ** min(k, self.ramp))
+        hi = torch.clamp(o.rho_cap * ratio, min=o.rho0)
+        self.rho = rho = torch.minimum(torch.maximum(torch.full_like(ratio, rho_s), o.rho_adapt * ratio), hi)
+        coef = rho * active.to(rho.dtype)
+        gx = {n: nan_to_zero(gphi[n]) + _bcast(coef, gphi[n]) * nan_to_zero(gF[n]) for n in gphi}
+        f = cosine(k, iters, o.lr_final)
+        self.ax.step(X, gx, f)
+        self.ay.step(Y, {n: nan_to_zero(g) for n, g in gy.items()}, f)
+        batched_project_(self.loop.vars, X)
+        batched_project_(self.loop.vars, Y)
+        self.u_est = u_est
+        return None
+
+    def row(self, t: float, value: float | None, ctx: RunContext) -> None:
+        ctx.report(float(self.phi_vals.mean()), None, iteration=int(t), merit=float(self.u_est.clamp(min=0).max()))
+
+    def check(self, t: float) -> End | None:
+        k, o, X, phi_vals = int(t), self.o, self.X, self.phi_vals
+        if self.checkpoint is not None and k % self.check_every == 0 and self.checkpoint(X, phi_vals):
+            return End(Status.CONVERGED)
+        if k % self.window == 0:
+            dx = max(float((X[n].detach() - self.snap_x[n]).abs().max()) / self.scales[n] for n in X)
+            dphi = None if self.snap_phi is None else float((phi_vals - self.snap_phi).abs().max())
+            tol_phi = o.tol * (1.0 + float(phi_vals.abs().max()))
+            if k >= 2 * self.window and dx < o.tol and dphi is not None and dphi < tol_phi:
+                return End(Status.CONVERGED)
+            self.snap_x = _copy(X)
+            self.snap_phi = phi_vals.clone()
+        return None
 
 
 def reduced_grad(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], G: dict[str, torch.Tensor]) -> dict:

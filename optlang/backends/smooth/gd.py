@@ -7,12 +7,14 @@ chosen. General constraints are refused: this backend cannot honour them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from optlang.analysis import Form
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.common import KeepBest, finite, init_tensors, project_all_, to_numpy
+from optlang.backends.common import KeepBest, init_tensors, project_all_, to_numpy
+from optlang.backends.loop import End, LoopOptions, Step, diverged, run_loop
 from optlang.lazy import lazy_module
 from optlang.problem import SmoothProblem
 
@@ -106,9 +108,43 @@ class GD(Backend):
         )
 
     def _lbfgs(self, f, x, max_iter, tol, ctx):
-        params = list(x.values())
-        opt = torch.optim.LBFGS(
-            params,
+        """L-BFGS in rounds of 20 inner iterations (one loop iteration each); returns (status, iterations, value)."""
+        best = KeepBest(x)
+        step = _LBFGSStep(f, x, tol)
+        rounds = max(1, max_iter // 20)
+        end = run_loop(step, ctx, LoopOptions(max_iter=rounds, poll_first=False, report_every=1), keep=best)
+        it = int(end.iterations)
+        if end.status == Status.DIVERGED:
+            return Status.DIVERGED, it * 20, best.value
+        if end.status in (Status.CONVERGED, Status.ITERATION_LIMIT):
+            return end.status, it * 20, float(f(x).detach())
+        return end.status, it * 20, step.loss
+
+    def _first_order(self, f, x, problem, method, lr, max_iter, tol, ctx):
+        """Projected Adam or projected gradient with backtracking; returns (status, iterations, value)."""
+        best = KeepBest(x)
+        step = _FirstOrderStep(f, x, problem, method, lr, tol)
+        end = run_loop(step, ctx, LoopOptions(max_iter=max_iter, poll_first=False, report_every=10), keep=best)
+        if end.status == Status.DIVERGED:
+            return Status.DIVERGED, int(end.iterations), best.value
+        if end.status != Status.ITERATION_LIMIT:
+            return end.status, int(end.iterations), float(f(x).detach())
+        with torch.no_grad():
+            final = float(f(x))
+        if final > best.value:
+            best.restore()
+            final = best.value
+        return Status.ITERATION_LIMIT, max_iter, final
+
+
+class _LBFGSStep(Step):
+    """One round of torch L-BFGS (20 inner iterations, strong Wolfe); converged on a small gradient or no change."""
+
+    def __init__(self, f, x, tol) -> None:
+        self.f, self.x, self.tol = f, x, tol
+        self.params = list(x.values())
+        self.opt = torch.optim.LBFGS(
+            self.params,
             lr=1.0,
             max_iter=20,
             history_size=20,
@@ -116,77 +152,71 @@ class GD(Backend):
             tolerance_grad=tol,
             tolerance_change=1e-12,
         )
+        self.prev = float("inf")
+        self.loss = float("inf")
 
-        def closure():
-            opt.zero_grad()
-            loss = f(x)
-            loss.backward()
-            return loss
+    def _closure(self):
+        self.opt.zero_grad()
+        loss = self.f(self.x)
+        loss.backward()
+        return loss
 
-        prev = float("inf")
-        it = 0
-        best = KeepBest(x)
-        for it in range(1, max(1, max_iter // 20) + 1):
-            loss = float(opt.step(closure).detach())
-            if not finite(loss):
-                best.restore()
-                return Status.DIVERGED, it * 20, best.value
-            best.offer(loss)
-            ctx.report(loss)
-            gnorm = max(float(p.grad.abs().max()) if p.grad is not None else 0.0 for p in params)
-            if gnorm <= tol or abs(prev - loss) <= 1e-12 * max(1.0, abs(loss)):
-                return Status.CONVERGED, it * 20, float(f(x).detach())
-            prev = loss
-            if ctx.should_stop():
-                return ctx.stop_status(), it * 20, loss
-        return Status.ITERATION_LIMIT, it * 20, float(f(x).detach())
+    def update(self, t):
+        self.loss = float(self.opt.step(self._closure).detach())
+        return self.loss
 
-    def _first_order(self, f, x, problem, method, lr, max_iter, tol, ctx):
-        params = list(x.values())
-        opt = torch.optim.Adam(params, lr=lr) if method == "adam" else None
-        step = lr
-        best = KeepBest(x)
-        val = float("inf")
-        for it in range(1, max_iter + 1):
-            for p in params:
-                p.grad = None
-            loss = f(x)
-            if not finite(loss):
-                best.restore()
-                return Status.DIVERGED, it, best.value
-            loss.backward()
-            val = float(loss.detach())
-            best.offer(val)
-            old = [p.detach().clone() for p in params]
-            if opt is not None:
-                opt.step()
-                project_all_(problem.variables, x)
-            else:  # projected gradient with backtracking (Armijo on the projected step)
-                grads = [p.grad.detach().clone() for p in params]
-                step = min(step * 2.0, 1e6)
-                while True:
-                    with torch.no_grad():
-                        for p, o, g in zip(params, old, grads, strict=True):
-                            p.copy_(o - step * g)
-                    project_all_(problem.variables, x)
-                    with torch.no_grad():
-                        new = float(f(x))
-                        moved = sum(float(((p - o) ** 2).sum()) for p, o in zip(params, old, strict=True))
-                    if new <= val - 0.5 / step * moved or step < 1e-12:
-                        break
-                    step *= 0.5
-            with torch.no_grad():
-                moved = max(float((p - o).abs().max()) for p, o in zip(params, old, strict=True))
-            if it % 10 == 0:
-                ctx.report(val)
-            scale = max(1.0, max(float(p.detach().abs().max()) for p in params))
-            if moved <= tol * scale:
-                return Status.CONVERGED, it, float(f(x).detach())
-            if ctx.should_stop():
-                return ctx.stop_status(), it, float(f(x).detach())
+    def check(self, t):
+        gnorm = max(float(p.grad.abs().max()) if p.grad is not None else 0.0 for p in self.params)
+        loss = self.loss
+        if gnorm <= self.tol or abs(self.prev - loss) <= 1e-12 * max(1.0, abs(loss)):
+            return End(Status.CONVERGED)
+        self.prev = loss
+        return None
+
+
+class _FirstOrderStep(Step):
+    """Projected Adam, or projected gradient with Armijo backtracking; converged when x stops moving."""
+
+    def __init__(self, f, x, problem, method, lr, tol) -> None:
+        self.f, self.x, self.problem, self.tol = f, x, problem, tol
+        self.params = list(x.values())
+        self.opt = torch.optim.Adam(self.params, lr=lr) if method == "adam" else None
+        self.step = lr
+        self.moved = 0.0
+
+    def measure(self, t):
+        for p in self.params:
+            p.grad = None
+        self.loss = self.f(self.x)
+        value = float(self.loss.detach())
+        return value if math.isfinite(value) else diverged(counted=True)  # the diverging iteration counts
+
+    def update(self, t):
+        params, x, f = self.params, self.x, self.f
+        self.loss.backward()
+        val = float(self.loss.detach())
+        old = [p.detach().clone() for p in params]
+        if self.opt is not None:
+            self.opt.step()
+            project_all_(self.problem.variables, x)
+        else:  # projected gradient with backtracking (Armijo on the projected step)
+            grads = [p.grad.detach().clone() for p in params]
+            self.step = min(self.step * 2.0, 1e6)
+            while True:
+                with torch.no_grad():
+                    for p, o, g in zip(params, old, grads, strict=True):
+                        p.copy_(o - self.step * g)
+                project_all_(self.problem.variables, x)
+                with torch.no_grad():
+                    new = float(f(x))
+                    moved = sum(float(((p - o) ** 2).sum()) for p, o in zip(params, old, strict=True))
+                if new <= val - 0.5 / self.step * moved or self.step < 1e-12:
+                    break
+                self.step *= 0.5
         with torch.no_grad():
-            final = float(f(x))
-        if final > best.value:
-            best.restore()
-            final = best.value
-        return Status.ITERATION_LIMIT, max_iter, final
+            self.moved = max(float((p - o).abs().max()) for p, o in zip(params, old, strict=True))
+        return None
+
+    def check(self, t):
+        scale = max(1.0, max(float(p.detach().abs().max()) for p in self.params))
+        return End(Status.CONVERGED) if self.moved <= self.tol * scale else None
