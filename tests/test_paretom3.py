@@ -253,21 +253,58 @@ def test_front_mesh_edges_and_distinct_midpoints() -> None:
     """Three objectives: the edges are a Delaunay mesh of the front (projected along the ones vector),
     not k-nearest-neighbour lines; of two edges sharing a midpoint (a quadrilateral's diagonals), one is
     refined and the other recorded as done."""
-    from optlang.backends.multiobjective.front import _distinct, _edges
+    from optlang.backends.multiobjective.front import _distinct, _edges, _key, _surely_long
     from optlang.backends.multiobjective.metrics import das_dennis
 
     p = 4
     Q = das_dennis(p, 3)  # an equilateral triangular lattice in the plane Σ q = 1: 3 p (p + 1) / 2 edges
-    E = _edges(Q, 3)
-    assert len(E) == 3 * p * (p + 1) // 2
-    assert np.allclose([d for _, _, d in E], math.sqrt(2) / p)
+    P, d = _edges(Q, 3)
+    assert P.shape == (3 * p * (p + 1) // 2, 2)
+    assert np.allclose(d, math.sqrt(2) / p)
+    # the budget-spent shortcut says "surely an edge longer than res" only when one is
+    assert _surely_long(Q, np.arange(3), 0.9 * math.sqrt(2) / p)
+    assert not _surely_long(Q, np.arange(len(Q)), 1.1 * math.sqrt(2) / p)
+    assert not _surely_long(Q, np.zeros(0, dtype=np.int64), 0.0)
     # two objectives: consecutive points in f1
-    assert [(a, b) for a, b, _ in _edges(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.4]]), 2)] == [(0, 2), (2, 1)]
+    P2, _ = _edges(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.4]]), 2)
+    assert P2.tolist() == [[0, 2], [2, 1]]
     sq = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
-    cand = [(0, 3, math.sqrt(2)), (1, 2, math.sqrt(2)), (0, 1, 1.0)]
-    done: set[tuple[int, int]] = set()
-    kept = _distinct(cand, sq, sq, done)
-    assert kept == [(0, 3, math.sqrt(2)), (0, 1, 1.0)] and done == {(1, 2)}
+    a, b, dd = np.array([0, 1, 0]), np.array([3, 2, 1]), np.array([math.sqrt(2), math.sqrt(2), 1.0])
+    done: set[int] = set()
+    kept = _distinct(a, b, dd, sq, sq, done)
+    assert kept.tolist() == [0, 2] and done == {int(_key(np.array(1), np.array(2)))}
+
+
+def test_nondominated_mask_and_archive_match_all_pairs() -> None:
+    """The sorted, kept-rows-only non-dominated filter and the one-pass archive merge give what an
+    all-pairs test gives, ties (first of equal rows kept), infinities and NaN included."""
+    from optlang.backends.multiobjective.common import Archive
+    from optlang.backends.multiobjective.metrics import compare_matrices
+
+    def all_pairs(F: np.ndarray) -> np.ndarray:
+        le, lt = compare_matrices(F, F)
+        idx = np.arange(F.shape[0])
+        return ~((le & lt) | (le & ~lt & (idx[:, None] < idx[None, :]))).any(0)
+
+    rng = np.random.default_rng(3)
+    for t in range(60):
+        n, m = int(rng.integers(1, 1200)), int(rng.integers(3, 6))
+        F = rng.integers(0, 4, (n, m)).astype(float) if t % 3 == 0 else rng.random((n, m))
+        if t % 4 == 0:
+            F[rng.random(F.shape) < 0.02] = np.inf
+            F[rng.random(F.shape) < 0.02] = -np.inf
+            F[rng.random(F.shape) < 0.02] = np.nan
+        assert np.array_equal(nondominated_mask(F), all_pairs(F)), t
+    arch = Archive()
+    seen = []
+    for _ in range(8):
+        F = rng.integers(0, 6, (50, 3)).astype(float) + 0.1 * rng.random((50, 3))
+        arch.add(torch.as_tensor(F), {"x": torch.as_tensor(F)})
+        seen.append(F)
+    S = np.concatenate(seen)
+    want = S[all_pairs(S)]
+    assert sorted(map(tuple, arch.all())) == sorted(map(tuple, want))
+    assert arch.X is not None and np.array_equal(arch.X["x"], arch.all())
 
 
 def _curved_problem() -> tuple[MultiObjectiveProblem, np.ndarray]:

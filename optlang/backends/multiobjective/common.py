@@ -13,7 +13,7 @@ import numpy as np
 
 from optlang.backends.base import RunContext
 from optlang.backends.common import project
-from optlang.backends.multiobjective.metrics import compare_matrices, nondominated_mask
+from optlang.backends.multiobjective.metrics import nondominated_mask
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MultiObjectiveProblem, Variable
 
@@ -178,6 +178,17 @@ def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torc
     return out
 
 
+def _le_ge(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(le, ge) with le[i, j] = all(P_i ≤ Q_j) and ge[i, j] = all(P_i ≥ Q_j), column by column."""
+    le = np.ones((P.shape[0], Q.shape[0]), dtype=bool)
+    ge = np.ones((P.shape[0], Q.shape[0]), dtype=bool)
+    for c in range(P.shape[1]):
+        a, b = P[:, c][:, None], Q[:, c][None, :]
+        le &= a <= b
+        ge &= a >= b
+    return le, ge
+
+
 class Archive:
     """The non-dominated objective vectors (and their points, while small) of every evaluated iterate.
 
@@ -198,11 +209,12 @@ class Archive:
         if not ok.any():
             return
         self.seen += int(ok.sum())
-        if self.F.size:  # drop new points that a kept point weakly dominates (vectorized pre-filter)
-            covered = np.zeros(Fn.shape[0], dtype=bool)
-            for i0 in range(0, self.F.shape[0], 4096):
-                covered |= compare_matrices(self.F[i0 : i0 + 4096], Fn)[0].any(0)
-            ok &= ~covered
+        # one pass over (kept, new) pairs: le[i, j] = all(F_i ≤ Fn_j) (kept i weakly dominates new j),
+        # ge[i, j] = all(F_i ≥ Fn_j) (with not le: new j dominates kept i)
+        le = ge = np.zeros((0, Fn.shape[0]), dtype=bool)
+        if self.F.size:
+            le, ge = _le_ge(self.F, Fn)
+            ok &= ~le.any(0)  # drop new points that a kept point weakly dominates
             if not ok.any():
                 return
         Fn = Fn[ok]
@@ -213,11 +225,9 @@ class Archive:
         if self.F.size == 0:
             self.F, self.X = Fn, Xn
             return
-        # kept points that a new one dominates leave (vectorized; the new ones are not weakly dominated)
-        gone = np.zeros(self.F.shape[0], dtype=bool)
-        for i0 in range(0, Fn.shape[0], 256):
-            le, lt = compare_matrices(Fn[i0 : i0 + 256], self.F)
-            gone |= (le & lt).any(0)
+        # kept points that a new one dominates leave (the new ones are not weakly dominated)
+        cols = np.flatnonzero(ok)[own]
+        gone = (ge[:, cols] & ~le[:, cols]).any(1)
         self.F = np.concatenate([self.F[~gone], Fn])
         if Xn is not None and self.X is not None:
             self.X = {k: np.concatenate([self.X[k][~gone], Xn[k]]) for k in Xn}
@@ -299,8 +309,9 @@ def front_info(
 ) -> list[dict[str, Any]]:
     """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}] (see front_rule)."""
     out = []
+    rows = np.asarray(F, dtype=np.float64).tolist()  # Python floats in one call
     for i in subsample_front(F, k):
-        row: dict[str, Any] = {"objectives": {n: float(F[i, j]) for j, n in enumerate(names)}}
+        row: dict[str, Any] = {"objectives": dict(zip(names, rows[i], strict=True))}
         if pts is not None:
             row["values"] = {v: np.asarray(a).tolist() for v, a in pts[i].items()}
         out.append(row)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RunContext
-from optlang.backends.multiobjective.metrics import directions, nondominated, nondominated_mask
+from optlang.backends.multiobjective.metrics import directions, nondominated_mask
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -139,8 +139,8 @@ class _Batch:
         return sub
 
 
-def _edges(Q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
-    """Neighbour edges of the non-dominated normalized points Q (n, m), with their lengths.
+def _edges(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbour edges of the non-dominated normalized points Q (n, m): their ends (e, 2) and lengths (e,).
 
     Two objectives: consecutive in f1. More: the edges of the Delaunay triangulation of Q projected
     along (1, ..., 1) — one-to-one on a non-dominated set (two points differing by a multiple of the
@@ -149,15 +149,14 @@ def _edges(Q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
     """
     n, m = Q.shape
     if n < 2:
-        return []
+        return np.zeros((0, 2), dtype=np.int64), np.zeros(0)
     if m == 2:
         order = np.argsort(Q[:, 0])
-        return [
-            (int(a), int(b), float(np.linalg.norm(Q[a] - Q[b]))) for a, b in zip(order[:-1], order[1:], strict=True)
-        ]
+        P = np.stack([order[:-1], order[1:]], 1).astype(np.int64)
+        return P, np.linalg.norm(Q[P[:, 0]] - Q[P[:, 1]], axis=1)
     from scipy.spatial import Delaunay, QhullError, cKDTree
 
-    basis = np.linalg.svd(np.eye(m) - 1.0 / m)[0][:, : m - 1]  # orthonormal basis of the plane ⟂ (1, ..., 1)
+    basis = _plane(m)
     try:
         simplices = Delaunay(Q @ basis).simplices
         P = np.concatenate([simplices[:, [i, j]] for i, j in itertools.combinations(range(m), 2)])
@@ -168,35 +167,60 @@ def _edges(Q: np.ndarray, k: int) -> list[tuple[int, int, float]]:
     key = np.unique(P[:, 0] * n + P[:, 1])  # distinct pairs (a 1-D sort: rows of a 4-D mesh run to 10⁶)
     P = np.stack([key // n, key % n], 1)
     P = P[P[:, 0] != P[:, 1]]
-    d = np.linalg.norm(Q[P[:, 0]] - Q[P[:, 1]], axis=1)
-    return [(int(a), int(b), float(e)) for (a, b), e in zip(P, d, strict=True)]
+    return P, np.linalg.norm(Q[P[:, 0]] - Q[P[:, 1]], axis=1)
 
 
-def _distinct(
-    cand: list[tuple[int, int, float]], Q: np.ndarray, S: np.ndarray, done: set[tuple[int, int]]
-) -> list[tuple[int, int, float]]:
-    """The edges (longest first) whose objective-space midpoints are new: an edge whose midpoint lies
-    within a quarter of its length of a solution (rows of S) or of a longer kept edge's midpoint (the
-    two diagonals of a quadrilateral of neighbours share one) is dropped and recorded in `done`."""
+def _plane(m: int) -> np.ndarray:
+    """An orthonormal basis (m, m − 1) of the plane ⟂ (1, ..., 1)."""
+    return np.linalg.svd(np.eye(m) - 1.0 / m)[0][:, : m - 1]
+
+
+def _surely_long(Q: np.ndarray, fresh: np.ndarray, res: float) -> bool:
+    """True when the mesh of Q (3+ objectives) surely has an edge longer than `res` at a row of `fresh`
+    (rows no recorded edge touches): a fresh point whose nearest other point, projected along
+    (1, ..., 1), is farther than `res` is a mesh vertex, and each of its edges is at least that long
+    (the projection shortens distances). A cheap test that spares the triangulation when the budget
+    is spent (False: undecided)."""
     from scipy.spatial import cKDTree
 
-    if not cand:
-        return cand
-    M = np.stack([0.5 * (Q[a] + Q[b]) for a, b, _ in cand])
-    r = 0.25 * np.asarray([d for _, _, d in cand])
-    near_solution = cKDTree(S).query(M)[0] < r
+    if fresh.size == 0 or Q.shape[0] < 2:
+        return False
+    R = Q @ _plane(Q.shape[1])
+    dist = cKDTree(R).query(R[fresh], k=2)[0][:, 1]
+    return bool(np.any(dist > res * (1 + 1e-9) + 1e-12))
+
+
+def _key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One integer per edge (a, b) of solution indices, for the set of edges already split or found a gap."""
+    return np.asarray(a, dtype=np.int64) * (1 << 32) + np.asarray(b, dtype=np.int64)
+
+
+def _distinct(a: np.ndarray, b: np.ndarray, d: np.ndarray, Q: np.ndarray, S: np.ndarray, done: set[int]) -> np.ndarray:
+    """Which of the edges (a, b) of lengths d (longest first) have new objective-space midpoints: an edge
+    whose midpoint lies within a quarter of its length of a solution (rows of S) or of a longer kept
+    edge's midpoint (the two diagonals of a quadrilateral of neighbours share one) is dropped and its
+    key recorded in `done`. Returns the positions of the kept edges, in order."""
+    from scipy.spatial import cKDTree
+
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    M = 0.5 * (Q[a] + Q[b])
+    r = 0.25 * d
+    gone = cKDTree(S).query(M)[0] < r
     tree = cKDTree(M)
-    gone = near_solution.copy()
+    balls = tree.query_ball_point(M, r)  # all balls in one call (C loop); used only for the kept edges
     out = []
-    for i, e in enumerate(cand):
-        if gone[i]:
-            done.add((e[0], e[1]))
+    flag = gone.tolist()  # Python lists: the balls are small, per-item numpy calls would dominate
+    for i in range(a.size):
+        if flag[i]:
             continue
-        out.append(e)
-        for j in tree.query_ball_point(M[i], r[i]):
+        out.append(i)
+        for j in balls[i]:
             if j > i:
-                gone[j] = True
-    return out
+                flag[j] = True
+    gone = np.asarray(flag, dtype=bool)
+    done.update(_key(a[gone], b[gone]).tolist())
+    return np.asarray(out, dtype=np.int64)
 
 
 def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any, ev: Any) -> FrontRun:
@@ -216,12 +240,17 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     prev_ach = None
     k = 0
 
-    def normalization(Fcur: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """Ideal z = the archive's minimum; nadir = the worst non-dominated current solution."""
+    def normalization(Fcur: Any, nd_mask: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Ideal z = the archive's minimum; nadir = the worst non-dominated current solution (`nd_mask`:
+        the non-dominated rows of a finite Fcur, when already known)."""
         Fc = np.asarray(Fcur.detach().cpu().numpy() if isinstance(Fcur, torch.Tensor) else Fcur, dtype=np.float64)
-        Fc = Fc[np.all(np.isfinite(Fc), axis=1)]
+        if nd_mask is None:
+            Fc = Fc[np.all(np.isfinite(Fc), axis=1)]
+            Fc = Fc[nondominated_mask(Fc)]
+        else:
+            Fc = Fc[nd_mask]
         lo = archive.all().min(0)
-        hi = nondominated(Fc).max(0) if Fc.shape[0] else archive.all().max(0)
+        hi = Fc.max(0) if Fc.shape[0] else archive.all().max(0)
         hi = np.maximum(hi, lo + 1e-6 * (1 + np.abs(lo)))
         z_ = lo - 1e-3 * (hi - lo)
         return (
@@ -262,7 +291,9 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     ok = np.all(np.isfinite(SF), axis=1)
     SF = SF[ok]
     SX = {n: t.detach().clone()[torch.as_tensor(ok, device=t.device)] for n, t in batch.X.items()}
-    gaps: set[tuple[int, int]] = set()
+    nd_mask = nondominated_mask(SF)
+    fresh_from = 0
+    gaps: set[int] = set()  # keys (_key) of the edges split already or found spanning a gap
     refinements = 0
     cost = 1.0 + 0.5 * o.refine_iters  # evaluations per new point, re-estimated after each round
     predicted = corrected = 0
@@ -270,27 +301,32 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
         # edges join non-dominated solutions only (dominated ones, e.g. weakly Pareto points, stay in the archive)
         Q = (SF - zn) / sn
-        nd = np.flatnonzero(nondominated_mask(SF))
-        cand = [
-            (int(nd[a]), int(nd[b]), d)
-            for a, b, d in _edges(Q[nd], m)
-            if d > o.front_resolution and (int(nd[a]), int(nd[b])) not in gaps
-        ]
-        if not cand:  # every edge between neighbouring solutions is below the resolution or a measured gap
+        nd = np.flatnonzero(nd_mask)
+        if m > 2 and int((budget - ev.count) / cost) <= 0:  # budget spent: "limit" unless no edge is left
+            if _surely_long(Q[nd], np.flatnonzero(nd >= fresh_from), o.front_resolution):
+                stopped = "limit"
+                break
+        P, dist = _edges(Q[nd], m)
+        ia, ib = nd[P[:, 0]], nd[P[:, 1]]
+        sel = dist > o.front_resolution
+        if gaps:
+            sel &= ~np.isin(_key(ia, ib), np.fromiter(gaps, dtype=np.int64, count=len(gaps)))
+        ia, ib, dist = ia[sel], ib[sel], dist[sel]
+        if ia.size == 0:  # every edge between neighbouring solutions is below the resolution or a measured gap
             stopped = "converged"
             break
         left = budget - ev.count
-        n_new = min(len(cand), int(left / cost))
+        n_new = min(ia.size, int(left / cost))
         if n_new <= 0:
             stopped = "limit"
             break
-        cand.sort(key=lambda e: -e[2])
-        cand = _distinct(cand, Q, Q[nd], gaps)[:n_new]
-        if not cand:
+        order = np.argsort(-dist, kind="stable")  # longest first
+        ia, ib, dist = ia[order], ib[order], dist[order]
+        pick = _distinct(ia, ib, dist, Q, Q[nd], gaps)[:n_new]
+        if pick.size == 0:
             stopped = "converged"
             break
-        ia = np.asarray([a for a, _, _ in cand])
-        ib = np.asarray([b for _, b, _ in cand])
+        ia, ib, dist = ia[pick], ib[pick], dist[pick]
         A_idx = torch.as_tensor(ia, device=ctx.device)
         B_idx = torch.as_tensor(ib, device=ctx.device)
         Xn = {n: 0.5 * (t[A_idx] + t[B_idx]) for n, t in SX.items()}
@@ -306,21 +342,19 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         predicted += int((fate == 1).sum())
         corrected += int((fate == 2).sum())
         Qn = (Fn - zn) / sn
-        keep = []
-        for i, (a, b, d) in enumerate(cand):
-            gaps.add((a, b))  # the edge is split in two, or spans a gap: it is not retried either way
-            if fate[i] == 0 or not np.all(np.isfinite(Qn[i])):
-                continue
-            near = min(np.linalg.norm(Qn[i] - Q[a]), np.linalg.norm(Qn[i] - Q[b]))
-            if fate[i] == 2 and near < 0.25 * d:  # a corrected point slid to an end: a gap of the front
-                continue
-            keep.append(i)
-        if keep:
+        gaps.update(_key(ia, ib).tolist())  # each edge is split in two, or spans a gap: not retried either way
+        with np.errstate(invalid="ignore"):
+            near = np.minimum(np.linalg.norm(Qn - Q[ia], axis=1), np.linalg.norm(Qn - Q[ib], axis=1))
+            slid = (fate == 2) & (near < 0.25 * dist)  # a corrected point slid to an end: a gap of the front
+        keep = np.flatnonzero((fate != 0) & np.all(np.isfinite(Qn), axis=1) & ~slid)
+        if keep.size:
             ki = torch.as_tensor(keep, device=ctx.device)
+            fresh_from = SF.shape[0]  # the new solutions' indices: no recorded edge (gaps) touches them
             SF = np.concatenate([SF, Fn[keep]])
             SX = {n: torch.cat([t, Xk[n][ki]]) for n, t in SX.items()}
-        cost = max(1.0, (ev.count - spent0) / max(1, len(cand)))
-        z, s = normalization(SF)
+        cost = max(1.0, (ev.count - spent0) / max(1, ia.size))
+        nd_mask = nondominated_mask(SF)
+        z, s = normalization(SF, nd_mask)
     return FrontRun(
         evaluations=ev.count,
         iterations=k,

@@ -47,14 +47,31 @@ def nondominated_mask(F: np.ndarray) -> np.ndarray:
         prev = np.concatenate([[np.inf], np.minimum.accumulate(f2)[:-1]])
         keep[order[f2 < prev]] = True
         return keep
-    keep[:] = True  # 3+ objectives: a vectorized pairwise test in row blocks (O(n² m) work, O(512 n) memory)
-    cols = np.arange(n)
+    # 3+ objectives: rows in order of (Σ f, f1, f2, ..., index); a dominator (or an equal row of lower index)
+    # comes strictly earlier, and whatever a dropped row weakly dominates a kept row weakly dominates too,
+    # so each block of rows is tested against the kept rows before it and the earlier rows of the block
+    # (vectorized, about half the pairs of an all-pairs test, O(512 n) memory)
+    key = np.clip(F, -1e300, 1e300).sum(1)  # monotone in every objective (clipped: no inf − inf); NaN rows last
+    order = np.lexsort((np.arange(n), *F.T[::-1], key))
+    G = F[order]
+    kept = np.zeros(n, dtype=bool)
+    tri = np.tri(512, 512, -1, dtype=bool).T  # tri[j, a]: j < a
     for i0 in range(0, n, 512):
-        Fi = F[i0 : i0 + 512]
-        le, lt = compare_matrices(F, Fi)  # le[j, a]: row j is nowhere worse than row i0 + a
-        earlier_equal = le & ~lt & (cols[:, None] < (i0 + np.arange(Fi.shape[0]))[None, :])
-        keep[i0 : i0 + 512] = ~((le & lt) | earlier_equal).any(0)
+        Fi = G[i0 : i0 + 512]
+        b = Fi.shape[0]
+        hit = weakly_dominates(G[:i0][kept[:i0]], Fi).any(0)
+        hit |= (weakly_dominates(Fi, Fi) & tri[:b, :b]).any(0)
+        kept[i0 : i0 + b] = ~hit
+    keep[order[kept]] = True
     return keep
+
+
+def weakly_dominates(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """le[i, j] = all(P_i ≤ Q_j) (the first matrix of compare_matrices, alone: half the work)."""
+    le = np.ones((P.shape[0], Q.shape[0]), dtype=bool)
+    for c in range(P.shape[1]):
+        le &= P[:, c][:, None] <= Q[:, c][None, :]
+    return le
 
 
 def compare_matrices(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
