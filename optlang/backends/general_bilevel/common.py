@@ -39,6 +39,7 @@ class OuterOptions:
     lower_steps: int = 20  # minibatch levels: heavy-ball lower steps per outer step
     stochastic_iters: int = 300  # minibatch levels: outer steps before the polish
     lr_decay: float = 100.0  # minibatch levels: α_k = α₀/(1 + k/lr_decay)
+    quadratic: str = "auto"  # auto: follower-only quadratic summands over data rows as c + bᵀy + ½yᵀQy | off
 
 
 def refuse_general_bilevel(form: Any, name: str) -> str | None:
@@ -68,6 +69,8 @@ def check_outer(o: OuterOptions, name: str) -> None:
         raise OptionError("outer_tol", f"{name}: outer_tol and lower_tol must be > 0")
     if o.outer not in ("lbfgs", "spg"):
         raise OptionError("outer", f"option 'outer' of '{name}' must be lbfgs or spg, got {o.outer!r}")
+    if o.quadratic not in ("auto", "off"):
+        raise OptionError("quadratic", f"option 'quadratic' of '{name}' must be auto or off, got {o.quadratic!r}")
     if o.lr_decay <= 0 or o.polish < 0 or o.lower_steps < 1 or o.stochastic_iters < 1:
         raise OptionError("lr_decay", f"{name}: lr_decay > 0, polish ≥ 0, lower_steps ≥ 1, stochastic_iters ≥ 1")
 
@@ -116,7 +119,7 @@ def drive(
     method_info: dict[str, Any],
 ) -> RawSolution:
     """Run the outer loop (minibatch or SPG) in ctx.dtype, polish in float64, build the RawSolution."""
-    levels = Levels(problem, ctx, ctx.dtype, o.batch_upper, o.batch_lower)
+    levels = Levels(problem, ctx, ctx.dtype, o.batch_upper, o.batch_lower, o.quadratic)
     x0 = levels.xb.initial(ctx, ctx.dtype)
     y0 = levels.yb.initial(ctx, ctx.dtype)
     _, g0 = levels.grad_g_y(x0, y0)
@@ -139,7 +142,7 @@ def drive(
         stages.append((str(ctx.dtype).removeprefix("torch."), res))
     counters = dict(levels.counters())
     if o.polish > 0 and res.status != Status.DIVERGED and not ctx.should_stop() and (levels.stochastic or not f64):
-        lv64 = Levels(problem, ctx, torch.float64, -1, -1)
+        lv64 = Levels(problem, ctx, torch.float64, -1, -1, o.quadratic)
         oracle64 = make_oracle(lv64, res.last.y.to(torch.float64), gscale)
         oracle64.v = None if oracle.v is None else oracle.v.to(torch.float64)
         loop = plbfgs if o.outer == "lbfgs" else spg
@@ -158,6 +161,7 @@ def solution(
         **info,
         **counters,
         "hypergradient_norm": res.pg_norm,
+        "quadratic_form": ",".join(levels.quadratic) or "none",  # levels whose quadratic part is c + bᵀy + ½yᵀQy
         "outer_iterations": sum(r.iterations for _, r in stages),
         "stages": [{"stage": n, "iterations": r.iterations, "status": str(r.status)} for n, r in stages],
         **{k: v for k, v in res.last.info.items() if isinstance(v, (int, float, str, bool))},
