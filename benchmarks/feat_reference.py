@@ -31,6 +31,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10000)
     ap.add_argument("--p", type=int, default=1000)
     ap.add_argument("--maxiter", type=int, default=20000)
+    ap.add_argument("--starts", default="centre,seeded,-3,+3", help="subset of: centre, seeded, -3, +3")
     a = ap.parse_args()
     m = optlang.load(ROOT / "models" / "feature_reg.opt", params={"n": a.n, "p": a.p})
     X, y, Xv, yv = (np.asarray(m.ir.params[k], dtype=np.float64) for k in ("X", "y", "Xv", "yv"))
@@ -48,12 +49,13 @@ def main() -> None:
         val = 0.5 * float(w @ XvtXv @ w) - float(Xvtyv @ w) + c0
         return val, -(lam * w) * u
 
-    starts = {
-        "centre 0": np.zeros(p),
-        "seeded U[-6,6] (seed 0)": np.random.default_rng(0).uniform(-6, 6, size=p),
+    every = {
+        "centre": np.zeros(p),
+        "seeded": np.random.default_rng(0).uniform(-6, 6, size=p),  # every backend's start at seed 0
         "-3": np.full(p, -3.0),
         "+3": np.full(p, 3.0),
     }
+    starts = {k: every[k] for k in a.starts.split(",")}
     results = []
     for name, t0 in starts.items():
         trace: list[tuple[float, float]] = []
@@ -75,15 +77,18 @@ def main() -> None:
         _, g = phi(r.x)
         pg = float(np.linalg.norm(r.x - np.clip(r.x - g, -6, 6)))
         results.append((name, float(r.fun), pg, r.nit, trace, time.perf_counter() - tic, r.message))
+        own = next((k for k, (_, vv) in enumerate(trace) if abs(vv - r.fun) <= 1e-3 * abs(r.fun)), None)
+        print(
+            f"{name:<8} Φ = {r.fun:.10f}  ‖proj ∇Φ‖ {pg:.1e}  iters {r.nit}  evals {len(trace)}  "
+            f"{time.perf_counter() - tic:.0f} s  first eval within 1e-3 of its own minimum: {own}  ({r.message})",
+            flush=True,
+        )
     best = min(v for _, v, *_ in results)
     print(f"n = {n}, p = {p}; best Φ = {best:.10f}")
-    for name, v, pg, nit, trace, dt, msg in results:
+    for name, v, _, _, trace, _, _ in results:
         hit = next(((k, tt) for k, (tt, vv) in enumerate(trace) if abs(vv - best) <= 1e-3 * abs(best)), None)
         hit_s = f"eval {hit[0]} at {hit[1]:.1f} s" if hit else "never"
-        print(
-            f"{name:<26} Φ = {v:.10f}  rel {abs(v - best) / best:.1e}  ‖proj ∇Φ‖ {pg:.1e}  iters {nit}  "
-            f"evals {len(trace)}  {dt:.0f} s  within 1e-3: {hit_s}  ({msg})"
-        )
+        print(f"{name:<8} Φ = {v:.10f}  rel {abs(v - best) / best:.1e}  within 1e-3 of the best: {hit_s}")
 
 
 if __name__ == "__main__":
