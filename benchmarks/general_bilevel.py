@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import optlang  # noqa: E402
+from optlang.backends.general_bilevel import quadform  # noqa: E402
 
 MODELS = ROOT / "models"
 METHODS = ("hgms", "aid", "itd", "kkt", "kkt-cvxpy")  # kkt-cvxpy: backend kkt, solver = cvxpy (refuses non-convex)
@@ -174,6 +175,7 @@ def run(
                 hit.append(ev["time"])
 
         backend, bopts = ("kkt", {**opts, "solver": "cvxpy"}) if meth == "kkt-cvxpy" else (meth, opts)
+        quadform.clear_cache()  # a form is cached per model: the first method would pay for the others' Q
         c0 = time.process_time()
         try:
             r = m.solve(backend=backend, seed=0, time_limit=time_limit or limit, progress=progress, options=bopts)

@@ -30,6 +30,11 @@ CHUNK_ELEMENTS = 1 << 23  # batched Hessian-vector products: columns per chunk �
 _FORMS: weakref.WeakKeyDictionary[TorchFunction, dict[str, tuple[Any, Any, Any]]] = weakref.WeakKeyDictionary()
 
 
+def clear_cache() -> None:
+    """Forget every computed form (benchmarks: each timed solve pays for its own Q)."""
+    _FORMS.clear()
+
+
 def applies(split: QuadraticSplit | None, n_y: int, batch: int) -> bool:
     """The automatic rule: n_y ≤ MAX_DENSE, no minibatch size given, and the quadratic part reads
     at least n_y² constant entries (a pass through it costs at least a product with Q)."""
