@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
@@ -23,6 +24,7 @@ from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
 from optlang.ir.model import ModelIR
 from optlang.ir.nodes import Const, Node, Op, Var
 from optlang.ir.quadratic import QuadraticLowering
+from optlang.ir.terms import summands, weighted_sum
 from optlang.ir.types import REAL, SPIN
 from optlang.problem import (
     BilevelProblem,
@@ -34,6 +36,7 @@ from optlang.problem import (
     MinimaxProblem,
     MultiObjectiveProblem,
     Problem,
+    QuadraticSplit,
     SmoothProblem,
     TorchFunction,
     Variable,
@@ -247,6 +250,23 @@ def classify(ir: ModelIR) -> Form:
 
 
 # ---------------------------------------------------------------------------- general bilevel
+def quadratic_split(expr: Node, follower: set[str]) -> QuadraticSplit | None:
+    """The summands of `expr` that are polynomials of degree ≤ 2 in the follower's variables alone
+    (general bilevel backends precompute them as c + bᵀy + ½yᵀQy), and the rest; None if there are none."""
+    terms = summands(expr)
+    quad = [(c, t) for c, t in terms if t.type.vars and t.type.vars <= follower and degree(t) <= 2]
+    if not quad:
+        return None
+    rest = [(c, t) for c, t in terms if not (t.type.vars and t.type.vars <= follower and degree(t) <= 2)]
+    size = sum(
+        int(n.value.nnz if sp.issparse(n.value) else np.size(n.value))
+        for _, t in quad
+        for n in t.walk()
+        if isinstance(n, Const)
+    )
+    return QuadraticSplit(weighted_sum(quad), weighted_sum(rest) if rest else None, size)
+
+
 def lower_level_names(c: Any) -> tuple[str, ...]:
     """The follower's variables of an argmin constraint: `over` when given, else the constrained names."""
     return tuple(c.over) if c.over else tuple(c.names)
@@ -387,7 +407,15 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         lower_names = set(lower_level_names(lower_c))
         ups = tuple(v for v in variables if v.name not in lower_names)
         lows = tuple(v for v in variables if v.name in lower_names)
-        problem = GeneralBilevelProblem(ups, lows, torch_function(obj.expr), torch_function(lower_c.expr))
+        problem = GeneralBilevelProblem(
+            ups,
+            lows,
+            torch_function(obj.expr),
+            torch_function(lower_c.expr),
+            quadratic_split(obj.expr, lower_names),
+            quadratic_split(lower_c.expr, lower_names),
+            degree(lower_c.expr),
+        )
         return Compiled(problem, _identity)
     if kind == "minimax":
         assert obj.expr is not None

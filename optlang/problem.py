@@ -7,6 +7,7 @@ these and nothing else, so a backend can be tested by building a problem by hand
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -247,6 +248,17 @@ class BilevelProblem:
 
 
 @dataclass(frozen=True)
+class QuadraticSplit:
+    """A level's function as `quadratic` + `rest`: `quadratic` is the sum of the top-level summands
+    that depend on the follower's variables only, with polynomial degree ≤ 2 (so it equals
+    c + bᵀy + ½yᵀQy exactly); `rest` the other summands (None when there are none)."""
+
+    quadratic: TorchFunction
+    rest: TorchFunction | None
+    data_size: int = 0  # entries of the constants `quadratic` reads (a pass over them costs at least this)
+
+
+@dataclass(frozen=True)
 class GeneralBilevelProblem:
     """General bilevel: minimize `upper`(x, y) over x, with y ∈ argmin_y `lower`(x, y) (optimistic).
 
@@ -258,6 +270,9 @@ class GeneralBilevelProblem:
     lower_vars: tuple[Variable, ...]
     upper: TorchFunction
     lower: TorchFunction
+    upper_split: QuadraticSplit | None = None  # F's follower-only quadratic part, when it has one
+    lower_split: QuadraticSplit | None = None  # g's
+    lower_degree: float = math.inf  # g's polynomial degree in all variables (≤ 2: ∇ᵧg is affine)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def general_bilevel_checks(
 ) -> tuple[list[tuple[str, bool, str]], dict[str, Any]]:
     """(checks as (name, passed, detail), info entries) for the answer `values`."""
     ctx = RunContext(seed=0, device="cpu", dtype="float64")
-    lv = Levels(problem, ctx, torch.float64, -1, -1)
+    lv = Levels(problem, ctx, torch.float64, -1, -1, quadratic="off")  # independent: from the IR as written
     x = lv.xb.from_numpy(values, torch.float64, "cpu")
     y = lv.yb.from_numpy(values, torch.float64, "cpu")
     checks: list[tuple[str, bool, str]] = []

@@ -19,6 +19,7 @@ import numpy as np
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.general_bilevel import lower as lower_solve
 from optlang.backends.general_bilevel.common import refuse_general_bilevel
+from optlang.backends.general_bilevel.kkt_cvxpy import solve_cvxpy
 from optlang.backends.general_bilevel.levels import Levels
 from optlang.errors import OptionError
 from optlang.lazy import lazy_module
@@ -41,6 +42,7 @@ class KKTOptions:
     gtol: float = 1e-10  # trust-constr's Lagrangian-gradient tolerance
     xtol: float = 1e-12  # trust-constr's trust-radius tolerance
     barrier_tol: float = 1e-12  # trust-constr's final barrier parameter (bounds and inequalities)
+    solver: str = "trust-constr"  # trust-constr (any model) | cvxpy (a convex program: degree-2 g, DCP F)
 
 
 class KKT(Backend):
@@ -71,6 +73,12 @@ class KKT(Backend):
 
         if options.hessian not in ("exact", "bfgs"):
             raise OptionError("hessian", f"option 'hessian' of 'kkt' must be exact or bfgs, got {options.hessian!r}")
+        if options.solver not in ("trust-constr", "cvxpy"):
+            raise OptionError(
+                "solver", f"option 'solver' of 'kkt' must be trust-constr or cvxpy, got {options.solver!r}"
+            )
+        if options.solver == "cvxpy":
+            return solve_cvxpy(problem, ctx)
         lv = Levels(problem, ctx, torch.float64, -1, -1)
         nx, ny = lv.xb.size, lv.yb.size
         n = nx + ny

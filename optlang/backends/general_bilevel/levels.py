@@ -14,6 +14,7 @@ import numpy as np
 
 from optlang.backends.base import RunContext
 from optlang.backends.common import init_tensors, project
+from optlang.backends.general_bilevel import quadform
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import GeneralBilevelProblem, Variable
 
@@ -123,6 +124,7 @@ class Levels:
         dtype: Any,
         batch_upper: int = 0,
         batch_lower: int = 0,
+        quadratic: str = "auto",
     ) -> None:
         self.problem = problem
         self.device = ctx.device
@@ -132,6 +134,21 @@ class Levels:
         self.F_fn: Callable[..., Any] = problem.upper.compile(ctx.device, dtype)
         self.g_fn: Callable[..., Any] = problem.lower.compile(ctx.device, dtype)
         self.nF, self.ng = problem.upper.n_samples, problem.lower.n_samples
+        # a follower-only quadratic summand over data rows becomes c + bᵀy + ½yᵀQy (quadform.py)
+        self.quadratic: list[str] = []
+        auto = quadratic == "auto"
+        if auto and quadform.applies(problem.upper_split, self.yb.size, batch_upper):
+            sp = problem.upper_split
+            assert sp is not None
+            self.F_fn = quadform.level_function(sp, problem.lower_vars, ctx.device, dtype)
+            self.nF = sp.rest.n_samples if sp.rest is not None else None
+            self.quadratic.append("upper")
+        if auto and quadform.applies(problem.lower_split, self.yb.size, batch_lower):
+            sp = problem.lower_split
+            assert sp is not None
+            self.g_fn = quadform.level_function(sp, problem.lower_vars, ctx.device, dtype)
+            self.ng = sp.rest.n_samples if sp.rest is not None else None
+            self.quadratic.append("lower")
         self.bF = batch_size(self.nF, batch_upper)
         self.bg = batch_size(self.ng, batch_lower)
         self.gen = torch.Generator(device=ctx.device)

@@ -84,7 +84,9 @@ def _newton(
             break
         eps = torch.finfo(y.dtype).eps
         ops = levels.hessian_ops(x, y)
-        rtol = max(1e-12, 100 * eps)
+        # inexact Newton: the system's residual is (to first order) the next gradient, so solve only
+        # to the accuracy that reaches `tol` (a warm start near S(x) needs a few products, not hundreds)
+        rtol = min(0.5, max(1e-12, 100 * eps, 0.5 * tol / gnorm))
         step = krylov.minres(ops.yy, ops.gy.detach(), None, min(1000, 2 * y.numel() + 10), rtol).x
         cand = y - step
         gc, gr = levels.grad_g_y(x, cand)

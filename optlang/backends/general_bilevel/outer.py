@@ -56,6 +56,10 @@ def finite_eval(e: Eval) -> bool:
     return math.isfinite(e.phi) and bool(torch.isfinite(e.grad).all()) and bool(torch.isfinite(e.y).all())
 
 
+STALL_WINDOW = 10  # iterations over which a stage with `stall` > 0 must lower Φ
+STALL_PG = 1e-4  # a stalled stage counts as converged below this projected hypergradient (relative)
+
+
 def _checkpoint(
     k: int,
     xb: Block,
@@ -65,15 +69,21 @@ def _checkpoint(
     report: Callable[[float, float], None] | None,
     tol: float,
     ctx: RunContext,
+    stall: float = 0.0,
 ) -> tuple[float, Status | None]:
     """The start of an upper iteration shared by spg and plbfgs: record and report (Φ, ‖projected ∇Φ‖),
-    then the status that ends the loop here (converged, or the limit / interrupt), else None."""
+    then the status that ends the loop here (converged, or the limit / interrupt), else None.
+    `stall` > 0: also end when Φ fell by ≤ stall·max(1, |Φ|) over the last STALL_WINDOW iterations
+    (converged if ‖projected ∇Φ‖ ≤ STALL_PG·max(1, |Φ|), else iteration_limit)."""
     pgn = projected_norm(xb, x, e.grad)
     trace.append((k - 1, e.phi, pgn))
     if report is not None:
         report(e.phi, pgn)
-    if pgn <= tol * max(1.0, abs(e.phi)) or x.numel() == 0:
+    scale = max(1.0, abs(e.phi))
+    if pgn <= tol * scale or x.numel() == 0:
         return pgn, Status.CONVERGED
+    if stall > 0 and len(trace) > STALL_WINDOW and trace[-1 - STALL_WINDOW][1] - e.phi <= stall * scale:
+        return pgn, Status.CONVERGED if pgn <= STALL_PG * scale else Status.ITERATION_LIMIT
     if ctx.should_stop():
         return pgn, ctx.stop_status()
     return pgn, None
@@ -89,6 +99,7 @@ def spg(
     lr: float,
     memory: int = 10,
     report: Callable[[float, float], None] | None = None,
+    stall: float = 0.0,
 ) -> OuterResult:
     """Spectral projected gradient on Φ; `lr` caps the first step (≤ 0: 1/‖∇Φ(x₀)‖∞)."""
     x = xb.project(x0)
@@ -105,7 +116,7 @@ def spg(
     k = 0
     pgn = projected_norm(xb, x, e.grad)
     for k in range(1, max_iter + 1):
-        pgn, done = _checkpoint(k, xb, x, e, trace, report, tol, ctx)
+        pgn, done = _checkpoint(k, xb, x, e, trace, report, tol, ctx, stall)
         if done is not None:
             status = done
             break
@@ -214,13 +225,14 @@ def plbfgs(
     lr: float,
     memory: int = 10,
     report: Callable[[float, float], None] | None = None,
+    stall: float = 0.0,
 ) -> OuterResult:
     """Projected L-BFGS with an active set (free or box domains): the two-loop direction on the
     entries not held at a bound by the gradient, a projected Armijo backtracking from step 1."""
     x = xb.project(x0)
     bounds = _bounds(xb, x)
     if bounds is None:
-        return spg(oracle, xb, x0, ctx, max_iter, tol, lr, memory, report)
+        return spg(oracle, xb, x0, ctx, max_iter, tol, lr, memory, report, stall)
     lo, hi = bounds
     e = oracle(x)
     trace: list[tuple[int, float, float]] = []
@@ -231,7 +243,7 @@ def plbfgs(
     k = 0
     pgn = projected_norm(xb, x, e.grad)
     for k in range(1, max_iter + 1):
-        pgn, done = _checkpoint(k, xb, x, e, trace, report, tol, ctx)
+        pgn, done = _checkpoint(k, xb, x, e, trace, report, tol, ctx, stall)
         if done is not None:
             status = done
             break
