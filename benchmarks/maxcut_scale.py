@@ -84,7 +84,9 @@ def neal_fitted(p, tl: float, seed: int) -> dict:
         if k == 0:
             first_t = time.perf_counter() - t0
     first_e = best_e
-    per_sweep = max((cost[1] - cost[0]) / 15, 1e-9)
+    # the difference removes the per-call setup; under a noisy load it can vanish, so a sweep is
+    # taken to cost at least half the 20-sweep read's average
+    per_sweep = max((cost[1] - cost[0]) / 15, cost[1] / 40, 1e-9)
     left = tl - (time.perf_counter() - t0)
     if 1000 * per_sweep < tl / 3:
         return {}  # small enough: the backend's reads of 1000 sweeps
@@ -92,7 +94,7 @@ def neal_fitted(p, tl: float, seed: int) -> dict:
     ss = sampler.sample(bqm, num_reads=1, num_sweeps=sweeps, seed=seed + 2)
     if float(ss.record.energy[0]) < best_e:
         best_s, best_e = samples_to_array(ss, p.n)[0], float(ss.record.energy[0])
-    return {"s": best_s, "first_time": first_t, "first_e": first_e, "reads": 3, "sweeps": sweeps}
+    return {"s": best_s, "first_time": first_t, "first_e": first_e, "reads": 3, "sweeps": sweeps, "cost": cost}
 
 
 def worker(graph: str, n: int, method: str, tl: float, device: str, seed: int, opts: dict, threads: int) -> None:
@@ -122,7 +124,7 @@ def worker(graph: str, n: int, method: str, tl: float, device: str, seed: int, o
             res = neal_fitted(p, tl, seed)
         if res:
             s, first_t, first_e = res["s"], res["first_time"], res["first_e"]
-            extra = {"reads": res["reads"], "sweeps": res["sweeps"]}
+            extra = {"reads": res["reads"], "sweeps": res["sweeps"], "calibration_s": res["cost"]}
         else:
             if method == "specann":
                 from optlang.backends.ising.specann import SpecAnn
