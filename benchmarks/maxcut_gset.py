@@ -1,7 +1,9 @@
-"""Gset Max-Cut: specann vs neal (reads filling the same wall time) vs localsearch.
+"""Gset Max-Cut: specann vs neal (reads filling the same wall time) vs localsearch vs simulated bifurcation.
 
 Usage: .venv/bin/python benchmarks/maxcut_gset.py [--quick] [--time 10] [--seeds 3] [--graphs G1,G14]
-       [--methods specann,neal,localsearch] [--opt specann:key=value ...]
+       [--methods specann,neal,localsearch,sb] [--opt specann:key=value ...]
+`sb` (the simulated-bifurcation package, benchmarks/sb_anchor.py) is in the default methods when it is
+installed, and dropped with a note when it is asked for but absent.
 Reads ../shared/data/gset (override with OPTLANG_SHARED_DATA) and BEST_KNOWN.tsv. Per graph and
 method: best and mean cut over the seeds, gap of the best to the best known cut, mean wall time.
 Last lines: mean gap per method, the specann/neal gap ratio, and on how many graphs specann's best
@@ -21,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import sb_anchor  # noqa: E402
 from benchmarks.graphs import read_gset  # noqa: E402
 from optlang.backends.base import RunContext  # noqa: E402
 from optlang.backends.ising.ops import cut_value  # noqa: E402
@@ -36,6 +39,8 @@ def data_dir() -> Path:
 
 
 def backend(name: str):
+    if name == "sb":
+        return None  # not a backend: benchmarks/sb_anchor.py
     if name == "specann":
         from optlang.backends.ising.specann import SpecAnn
 
@@ -71,12 +76,15 @@ def main() -> None:
     ap.add_argument("--time", type=float, default=None, help="seconds per run (default 10, quick 5)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--graphs", default=None)
-    ap.add_argument("--methods", default="specann,neal,localsearch")
+    ap.add_argument("--methods", default=None, help="default: specann,neal,localsearch (+ sb when installed)")
     ap.add_argument("--opt", action="append", default=[], help="method:key=value backend option")
     args = ap.parse_args()
     tl = args.time if args.time is not None else (5.0 if args.quick else 10.0)
     graphs = args.graphs.split(",") if args.graphs else (QUICK if args.quick else ALL)
-    methods = args.methods.split(",")
+    methods = (args.methods or "specann,neal,localsearch" + (",sb" if sb_anchor.available() else "")).split(",")
+    if "sb" in methods and not sb_anchor.available():
+        print("# sb skipped: the simulated-bifurcation package is not installed (pip install simulated-bifurcation)")
+        methods.remove("sb")
     opts = parse_opts(args.opt)
     torch.set_num_threads(1)
     root = data_dir() / "gset"
@@ -87,6 +95,8 @@ def main() -> None:
     for m in methods:
         head += f" | {m + ' best':>16} {'mean':>9} {'gap%':>6} {'s':>5}"
     print(head)
+    if "sb" in methods:
+        print(f"# {sb_anchor.settings()}")
     gaps: dict[str, list[float]] = {m: [] for m in methods}
     bests: dict[str, list[float]] = {m: [] for m in methods}
     for g in graphs:
@@ -96,15 +106,21 @@ def main() -> None:
         row = f"{g:<5} {p.n:>5} {bk:>6.0f}"
         for m in methods:
             b = backend(m)
-            o = b.make_options({"patience": 0, **opts.get(m, {})})  # equal wall time: no stagnation stop
             cuts, walls = [], []
             for seed in range(args.seeds):
-                ctx = RunContext(seed=seed, time_limit=tl)
                 t = time.perf_counter()
-                r = b.solve(p, o, ctx)
+                if b is None:  # sb
+                    res = sb_anchor.solve(p, tl, seed)
+                    if res is None:
+                        raise SystemExit(f"sb cannot run on {g} (dense {p.n} x {p.n} too large)")
+                    s, energy = res["s"], res["energy"]
+                else:
+                    o = b.make_options({"patience": 0, **opts.get(m, {})})  # equal wall time: no stagnation stop
+                    r = b.solve(p, o, RunContext(seed=seed, time_limit=tl))
+                    s, energy = r.values["s"], r.objective
                 walls.append(time.perf_counter() - t)
-                cut = cut_value(W, r.values["s"])
-                assert abs(cut + r.objective) < 1e-6 * max(1.0, abs(cut)), "cut and energy disagree"
+                cut = cut_value(W, s)
+                assert abs(cut + energy) < 1e-6 * max(1.0, abs(cut)), "cut and energy disagree"
                 cuts.append(cut)
             best = max(cuts)
             gap = 100.0 * (bk - best) / bk
@@ -121,6 +137,9 @@ def main() -> None:
         ratio = f"{sg / ng:.2f}" if ng > 0 else ("1.00" if sg == 0 else "inf")
         wins = sum(a >= b for a, b in zip(bests["specann"], bests["neal"], strict=True))
         print(f"specann/neal mean-gap ratio {ratio}; specann best >= neal best on {wins}/{len(graphs)} graphs")
+    if "specann" in methods and "sb" in methods:
+        wins = sum(a >= b for a, b in zip(bests["specann"], bests["sb"], strict=True))
+        print(f"specann best >= sb best on {wins}/{len(graphs)} graphs")
 
 
 if __name__ == "__main__":

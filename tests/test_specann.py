@@ -253,3 +253,16 @@ def test_tabu_table_refuses_a_hub():
     assert _ell(io.to_torch_csr(star + star.T)) is None  # n × (n-1) padding would be ~10^9 entries
     nbr, wts = _ell(io.to_torch_csr(random_graph(50, 0, 0.2)))
     assert nbr.shape == wts.shape and nbr.shape[0] == 50
+
+
+def test_large_model_anneals_once_over_the_time_left():
+    """Batch 1 (max_elems caps it) with a time limit: one long round from t_start_large fills the time."""
+    p = IsingProblem.from_maxcut(random_graph(2000, 5, 0.002))
+    r = solve(p, 0, time_limit=1.5, max_elems=1000, batch=8, patience=0)
+    assert r.info["batch"] == 1 and r.status == Status.TIME_LIMIT
+    assert r.info["rounds"] == 1 and r.info["sweeps"] > 100  # FAST's 100 sweeps per round do not bound it
+    sigma = r.info["t_start"] / SpecAnn.Options().t_start_large
+    assert sigma > 0 and r.checks["energy_recomputed"][0]
+    assert r.history[-1][1] == pytest.approx(r.objective)
+    small = solve(p, 0, time_limit=1.5, batch=8, patience=0)  # batch 8: rounds of 100 sweeps, t_start
+    assert small.info["rounds"] > 1 and small.info["t_start"] == pytest.approx(sigma * SpecAnn.Options().t_start)

@@ -30,16 +30,23 @@ BRUTE_FORCE_MAX_N = 24
 
 
 # ----------------------------------------------------------------------------- sparse couplings
-def to_torch_csr(J: sp.csr_matrix, device: Any = "cpu", dtype: torch.dtype | None = None) -> torch.Tensor:
-    """scipy CSR (n, n) → torch sparse CSR tensor on `device` in `dtype` (default float32; int64 indices)."""
+def to_torch_csr(
+    J: sp.csr_matrix, device: Any = "cpu", dtype: torch.dtype | None = None, index_dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """scipy CSR (n, n) → torch sparse CSR tensor on `device` in `dtype` (default float32) with
+    `index_dtype` indices (default int64; int32 halves the index memory of a big graph, and is
+    refused when nnz does not fit)."""
     dtype = torch.float32 if dtype is None else dtype
+    idx = np.int32 if index_dtype == torch.int32 else np.int64
     J = sp.csr_matrix(J)
+    if idx == np.int32 and J.nnz >= 2**31:
+        raise ValueError(f"int32 indices cannot address {J.nnz} nonzeros")
     J.sort_indices()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]parse.*")
         return torch.sparse_csr_tensor(
-            torch.as_tensor(J.indptr.astype(np.int64)),
-            torch.as_tensor(J.indices.astype(np.int64)),
+            torch.as_tensor(J.indptr.astype(idx, copy=False)),
+            torch.as_tensor(J.indices.astype(idx, copy=False)),
             torch.as_tensor(J.data, dtype=dtype),
             size=J.shape,
             dtype=dtype,

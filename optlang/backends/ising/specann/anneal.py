@@ -119,7 +119,14 @@ class ColorBlocks:
     class the columns J[:, lo:hi] as torch CSR: one class update is then a view, a comparison and
     one sparse addmm, G += 2 J[:, c] ΔS[c], with no gathers."""
 
-    def __init__(self, J: sp.csr_matrix, classes: list[np.ndarray], device: Any, dtype: torch.dtype) -> None:
+    def __init__(
+        self,
+        J: sp.csr_matrix,
+        classes: list[np.ndarray],
+        device: Any,
+        dtype: torch.dtype,
+        index_dtype: torch.dtype | None = None,
+    ) -> None:
         perm = np.concatenate(classes).astype(np.int64)
         Jp = sp.csr_matrix(J)[perm][:, perm].tocsc()
         self.perm = torch.as_tensor(perm, device=device)
@@ -129,7 +136,7 @@ class ColorBlocks:
         for c in classes:
             hi = lo + len(c)
             self.bounds.append((lo, hi))
-            self.cols.append(to_torch_csr(sp.csr_matrix(Jp[:, lo:hi]), device, dtype))
+            self.cols.append(to_torch_csr(sp.csr_matrix(Jp[:, lo:hi]), device, dtype, index_dtype))
             lo = hi
 
     def __len__(self) -> int:

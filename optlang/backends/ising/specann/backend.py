@@ -56,6 +56,7 @@ class SpecAnnOptions:
     refine: str = "anneal"  # anneal | ils (perturb + descent) | none
     sweeps: int = 2000  # sweeps per anneal round (a round also ends when its time share is spent)
     t_start: float = 1.0  # first round's start temperature, × σ (mean |ΔE| at a random state)
+    t_start_large: float = 0.3  # the same for a large model (batch 1, time limit): one round fills the time
     t_end: float = 1.0  # final temperature, × δ / ln 100 (δ the smallest |ΔE| unit)
     reheat: float = 0.5  # later rounds start at t_start × reheat, from the elite states
     perturb: float = 0.05  # ils: fraction of spins flipped before each descent
@@ -154,7 +155,8 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         return RawSolution(
             Status.OPTIMAL, {"s": s}, E, E, checks={"energy_recomputed": chk}, info=ising_info(problem, E)
         )
-    Jt = to_torch_csr(P.J, dev, dt)
+    index32 = torch.int32 if P.J.nnz < 2**31 else None  # int32 indices: a third less memory per coupling
+    Jt = to_torch_csr(P.J, dev, dt, index_dtype=index32)
     h_t = torch.zeros(n, dtype=dt, device=dev)
     gen = ctx.torch_generator()
     B = int(max(1, min(opt.batch, opt.max_elems // max(n, 1))))
@@ -190,11 +192,14 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         tol=opt.eig_tol,
         predictor=opt.predictor,
         stop=stop_spec,
+        first_stop=lambda: stop_spec() or ctx.elapsed() >= t0 + 0.5 * (spec_end - t0),  # half the share
     ):
-        C = round_eigenspace(step.vectors, opt.candidates, gen)
         step_best = math.inf
-        for lo in range(0, C.shape[0], B):
-            S = C[lo : lo + B].contiguous()
+        for lo in range(0, max(opt.candidates, 1), B):  # rounded a batch at a time: memory n·B
+            S = round_eigenspace(step.vectors, min(B, max(opt.candidates, 1) - lo), gen, start=lo).contiguous()
+            if inc.best_s is None:  # the very first cut is the rounded eigenvector itself (a big model's
+                G = 2.0 * (Jt @ S.T.contiguous()).T + h_t  # descent takes a while; anytime means a cut right away)
+                inc.offer(S.T.contiguous(), (S * (G + h_t)).sum(dim=1) / 2)
             S, G, _ = descent_with_fields(Jt, h_t, S, stop=stop_desc)
             E = (S * (G + h_t)).sum(dim=1) / 2
             inc.offer(S.T.contiguous(), E)
@@ -224,7 +229,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         blocks = None
         if opt.refine == "anneal":
             t_c = time.perf_counter()
-            blocks = ColorBlocks(P.J, color_classes(P.J, seed=ctx.seed), dev, dt)
+            blocks = ColorBlocks(P.J, color_classes(P.J, seed=ctx.seed), dev, dt, index_dtype=index32)
             n_colors = len(blocks)
             sigma, delta = temperature_scale(P.J, P.h)
             T_end = opt.t_end * delta / math.log(100.0)
@@ -238,7 +243,12 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
             budget = math.inf if limit is None else max(limit - reserve - ctx.elapsed(), 0.0)
             if opt.refine == "anneal":
                 assert blocks is not None
-                T0 = max(opt.t_start * sigma * (1.0 if rounds == 0 else opt.reheat), 1.01 * T_end)
+                # a large model (one chain, batch 1) with a time limit anneals once, slowly, over all the
+                # time left, from a cooler start (measured at 10^5-10^6 spins, docs/backends/specann.md)
+                long_round = B == 1 and limit is not None and rounds == 0
+                t_first = opt.t_start_large if long_round else opt.t_start
+                T0 = max(t_first * sigma * (1.0 if rounds == 0 else opt.reheat), 1.01 * T_end)
+                n_sweeps = 1 << 40 if long_round else opt.sweeps
                 G = 2.0 * (Jt @ S) + h_t[:, None]
                 # a round takes its share of the remaining time, so it always ends cold
                 share = budget if max_rounds is None else budget / max(max_rounds - rounds, 1)
@@ -251,7 +261,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
                     G,
                     T0,
                     T_end,
-                    opt.sweeps,
+                    n_sweeps,
                     gen,
                     share * (1.0 - opt.tabu) if use_tabu else share,
                     ctx.should_stop,
@@ -322,7 +332,8 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         "torch_energy": claimed,
     }
     if opt.refine == "anneal" and n_colors:
-        info.update({"t_start": opt.t_start * sigma, "t_end": T_end, "coloring_time": color_time})
+        t_first = opt.t_start_large if B == 1 and limit is not None else opt.t_start
+        info.update({"t_start": t_first * sigma, "t_end": T_end, "coloring_time": color_time})
     return RawSolution(
         status=status,
         values={"s": s},

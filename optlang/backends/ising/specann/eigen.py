@@ -141,12 +141,14 @@ def path_sweep(
     tol: float = 1e-3,
     predictor: str = "inverse",
     stop: Callable[[], bool] | None = None,
+    first_stop: Callable[[], bool] | None = None,
 ) -> Iterator[PathStep]:
     """Yield the k lowest eigenpairs of M(t) for t = 0, 1/(steps-1), ..., 1.
 
     Each solve is warm-started from the previous one after the diagonal predictor:
     "inverse" v ← D^(-Δt/2) v (METHODS.md), "forward" v ← D^(+Δt/2) v (keeps D^(-t/2) v, the
-    vector in the original coordinates, fixed), or "none".
+    vector in the original coordinates, fixed), or "none". `first_stop` (default `stop`) ends the
+    first, cold solve early, so a big model gets its first rounded cut soon.
     """
     n = Jt.shape[0]
     k = max(1, min(k, n))
@@ -161,20 +163,29 @@ def path_sweep(
             X = X * d[:, None].pow(sign * (t - prev_t) / 2)
         op = normalized_operator(Jt, d.pow(-t / 2))
         sc = scale ** (1 - t)
-        r = lobpcg(op, X, max_iter=first_iters if prev_t is None else iters, tol=tol, scale=sc, stop=stop)
+        halt = first_stop if prev_t is None and first_stop is not None else stop
+        r = lobpcg(op, X, max_iter=first_iters if prev_t is None else iters, tol=tol, scale=sc, stop=halt)
         X = r.vectors
         prev_t = t
         yield PathStep(t, r.values, r.vectors, r.iterations, r.residual)
 
 
-def round_eigenspace(vectors: torch.Tensor, n_candidates: int, generator: torch.Generator) -> torch.Tensor:
+def round_eigenspace(
+    vectors: torch.Tensor, n_candidates: int, generator: torch.Generator, start: int = 0
+) -> torch.Tensor:
     """±1 candidates (B, n) from an eigenspace: the sign of each eigenvector, then the signs of
-    random Gaussian combinations within the span (hyperplane rounding of the spectral embedding)."""
+    random Gaussian combinations within the span (hyperplane rounding of the spectral embedding).
+
+    `start` > 0 gives candidates start, start+1, ... of that sequence (the eigenvector signs are the
+    first k), so a big model can be rounded and descended a batch at a time (memory n·B, not n·32)."""
     n, k = vectors.shape
-    cols = [vectors.T]
-    extra = max(0, n_candidates - k)
-    if extra:
+    count = max(n_candidates, 1)
+    cols = []
+    if start < k:
+        cols.append(vectors[:, start : start + count].T)
+    extra = count - sum(c.shape[0] for c in cols)
+    if extra > 0:
         g = torch.randn(k, extra, generator=generator, device=generator.device).to(vectors.dtype)
         cols.append((vectors @ g).T)
-    V = torch.cat(cols, dim=0)[: max(n_candidates, 1)]
+    V = torch.cat(cols, dim=0)
     return torch.where(V >= 0, 1.0, -1.0).to(vectors.dtype)

@@ -111,6 +111,6 @@ def _ell(Jt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     slot = torch.arange(col.numel(), device=crow.device) - crow[rows]
     nbr = torch.arange(n, device=crow.device)[:, None].repeat(1, d)
     wts = torch.zeros(n, d, dtype=val.dtype, device=val.device)
-    nbr[rows, slot] = col
+    nbr[rows, slot] = col.to(nbr.dtype)
     wts[rows, slot] = val
     return nbr, wts
