@@ -4,7 +4,8 @@ Usage: .venv/bin/python benchmarks/maxcut_scale.py [--quick] [--sizes 10000,1000
        [--times 10,30,300] [--graphs regular3,torus] [--device cpu|cuda] [--methods specann,neal,sb]
        [--threads 1] [--opt key=value ...] [--memory-limit GB]
 Graphs: random simple 3-regular and a 2-D torus, both with ±1 weights, seeded, drawn by the
-language's generators (optlang.data through benchmarks/graphs.py). Each run is its own subprocess, so its peak memory (ru_maxrss) is its own.
+language's generators (optlang.data through benchmarks/graphs.py). Each run is its own subprocess, so its peak
+memory (ru_maxrss) is its own.
 Columns: time to the first cut, the first cut, the cut at the limit, wall time, peak memory (ru_maxrss),
 sweeps, for the torus the gap to the ground-state estimate (e∞ = −1.4015 per spin), and the cut ratio
 to neal at equal time (how neal is run where one 1000-sweep read does not fit: `neal_fitted`).
