@@ -24,9 +24,12 @@ options take the product of their grids. Equal scores (an option that does not a
 Adam step size when the backend runs L-BFGS) keep the backend's default when it is a candidate, and
 the record says the scores were tied.
 
-The candidates are not one batched problem: what is chosen is a property of the backend's own
-optimizer loop (a step size acts only through that loop), so each candidate runs that loop. Model
-quantities (DRO radii and bins) are chosen as one batched problem in `backends/dro/auto.py`.
+A backend with `solve_candidates(problem, options_list, ctx)` runs the candidates of one fold (or
+of the budget rule) as one batched problem when it can — gd's projected Adam over stacked copies
+with a per-candidate lr (`backends/smooth/gd_batched.py`), each copy ending where its own fit ends —
+and returns None otherwise; then each candidate runs the backend's own loop. The record's
+`execution` says which. Model quantities (DRO radii and bins) are chosen as one batched problem in
+`backends/dro/auto.py`.
 """
 
 from __future__ import annotations

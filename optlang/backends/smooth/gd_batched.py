@@ -59,67 +59,64 @@ def adam_phase(
     dtype, device = next(iter(xs.values())).dtype, next(iter(xs.values())).device
     lr = torch.as_tensor(list(lrs), dtype=dtype, device=device)
     fb = torch.func.vmap(lambda vals: f(vals))
-    active = [True] * B
+    boxes = [u for u in variables if u.domain.kind == "box"]  # clamped elementwise: the whole stack at once
+    others = [u for u in variables if u.domain.kind not in ("free", "box")]  # per copy (ball, simplex, ...)
+    active = torch.ones(B, dtype=torch.bool, device=device)
     status: list[Status | None] = [None] * B
     iters = [0] * B
-    best_val = [math.inf] * B
+    best_val = torch.full((B,), math.inf, dtype=dtype, device=device)
     best_x = {k: t.clone() for k, t in xs.items()}
 
-    def view(c: int) -> dict[str, torch.Tensor]:
-        return {k: xs[k][c] for k in names}
+    def shaped(mask: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return mask.reshape((B,) + (1,) * (t.dim() - 1))
+
+    def end(mask: torch.Tensor, st: Status, it: int) -> None:
+        for c in mask.nonzero().flatten().tolist():
+            status[c], iters[c] = st, it
+        active.logical_and_(~mask)
 
     t = 0
-    while any(active):
+    while bool(active.any()):
         if t >= max_iter:
-            for c in range(B):
-                if active[c]:
-                    status[c], iters[c], active[c] = Status.ITERATION_LIMIT, max_iter, False
+            end(active.clone(), Status.ITERATION_LIMIT, max_iter)
             break
         if t > 0 and ctx.should_stop():  # the single run takes its first step whatever the clock says
-            for c in range(B):
-                if active[c]:
-                    status[c], iters[c], active[c] = ctx.stop_status(), t, False
+            end(active.clone(), ctx.stop_status(), t)
             break
         leaves = {k: xs[k].detach().requires_grad_(True) for k in names}
         loss = fb(leaves)
-        vals = loss.detach().tolist()
-        for c in range(B):  # measure: a non-finite value ends that copy diverged (the iteration counts)
-            if not active[c]:
-                continue
-            if not math.isfinite(vals[c]):
-                status[c], iters[c], active[c] = Status.DIVERGED, t + 1, False
-            elif vals[c] < best_val[c]:
-                best_val[c] = vals[c]
-                for k in names:
-                    best_x[k][c] = xs[k][c]
-        if not any(active):
+        val = loss.detach()
+        # measure: a non-finite value ends that copy diverged (the iteration counts); else keep-best
+        end(active & ~torch.isfinite(val), Status.DIVERGED, t + 1)
+        better = active & (val < best_val)
+        best_val = torch.where(better, val, best_val)
+        for k in names:
+            best_x[k] = torch.where(shaped(better, xs[k]), xs[k], best_x[k])
+        if not bool(active.any()):
             break
         grads = torch.autograd.grad(loss.sum(), [leaves[k] for k in names])
         step = t + 1
         bc1, bc2 = 1 - BETA1**step, 1 - BETA2**step
-        mask = torch.as_tensor(active, device=device)
         old = {k: xs[k].clone() for k in names}
         with torch.no_grad():
             for k, g in zip(names, grads, strict=True):
-                shape = (B,) + (1,) * (g.dim() - 1)
                 m[k].lerp_(g, 1 - BETA1)
                 v[k].mul_(BETA2).addcmul_(g, g, value=1 - BETA2)
                 denom = (v[k].sqrt() / math.sqrt(bc2)).add_(EPS)
-                moved = xs[k] - (lr / bc1).reshape(shape) * m[k] / denom
-                xs[k] = torch.where(mask.reshape(shape), moved, xs[k])
-            for c in range(B):
-                if active[c]:
-                    project_all_(variables, view(c))
-            for c in range(B):  # check: converged when the copy stopped moving
-                if not active[c]:
-                    continue
-                delta = max(float((xs[k][c] - old[k][c]).abs().max()) for k in names)
-                scale = max(1.0, max(float(xs[k][c].abs().max()) for k in names))
-                if delta <= tol * scale:
-                    status[c], iters[c], active[c] = Status.CONVERGED, step, False
+                moved = xs[k] - (lr / bc1).reshape((B,) + (1,) * (g.dim() - 1)) * m[k] / denom
+                xs[k] = torch.where(shaped(active, moved), moved, xs[k])
+            project_all_(boxes, xs)
+            if others:
+                for c in active.nonzero().flatten().tolist():
+                    project_all_(others, {k: xs[k][c] for k in names})
+            # check: converged when the copy stopped moving (max |Δx| ≤ tol · max(1, max |x|))
+            delta = torch.stack([(xs[k] - old[k]).abs().reshape(B, -1).amax(1) for k in names]).amax(0)
+            scale = torch.stack([xs[k].abs().reshape(B, -1).amax(1) for k in names]).amax(0).clamp(min=1.0)
+            end(active & (delta <= tol * scale), Status.CONVERGED, step)
         t = step
     with torch.no_grad():
         final = fb({k: xs[k] for k in names}).tolist()
+    bests = best_val.tolist()
     out = []
     for c in range(B):
         st = status[c]
@@ -127,8 +124,8 @@ def adam_phase(
         x = {k: xs[k][c].clone() for k in names}
         value = final[c]
         if st == Status.DIVERGED:
-            x, value = {k: best_x[k][c].clone() for k in names}, best_val[c]
-        elif st == Status.ITERATION_LIMIT and value > best_val[c]:
-            x, value = {k: best_x[k][c].clone() for k in names}, best_val[c]
+            x, value = {k: best_x[k][c].clone() for k in names}, bests[c]
+        elif st == Status.ITERATION_LIMIT and value > bests[c]:
+            x, value = {k: best_x[k][c].clone() for k in names}, bests[c]
         out.append(PhaseEnd(st, iters[c], float(value), x))
     return out
