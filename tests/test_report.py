@@ -764,6 +764,11 @@ def test_auto_options_report_plots_each_candidates_score(tmp_path) -> None:
     for cd in cands:
         assert report.fmt.num(cd["score"], 6) in md
     assert "Validation (auto options)" not in report.render(toy_comparison(), "html")
+    from optlang.cli import main
+
+    out = tmp_path / "solve.html"  # `optlang solve --report` carries the same panel
+    assert main(["solve", str(path), "--quiet", "--report", str(out)]) == 0
+    assert 'id="opt0:chosen"' in out.read_text(encoding="utf-8")
 
 
 def test_auto_options_panel_budget_rule_several_options_and_hostile_text() -> None:
