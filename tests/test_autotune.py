@@ -199,3 +199,22 @@ def _compare_candidates(gd, p, opts, dtype: str) -> set[str]:
             assert np.allclose(rb.values[k], rs.values[k], rtol=1e-4, atol=1e-5)
         stats.add(rs.status.value)
     return stats
+
+
+def test_an_objective_vmap_cannot_batch_falls_back_to_one_fit_per_candidate(monkeypatch) -> None:
+    import torch
+
+    import optlang.backends.smooth.gd_batched as gb
+    from optlang.backends.base import RunContext
+    from optlang.backends.smooth.gd import GD, GDOptions
+
+    x0 = {"x": torch.zeros(3)}
+    assert gb.vmappable(lambda v: (v["x"] ** 2).sum(), x0)
+    assert not gb.vmappable(lambda v: v["x"].sum() * float(v["x"].sum().item()), x0)  # reads a value back
+    p = optlang.parse("var x[2]\nminimize sumsq(x - 1)\n").compiled.problem
+    opts = [GDOptions(method="adam", lr=lr, max_iter=20) for lr in (0.01, 0.1)]
+    assert GD().solve_candidates(p, opts, RunContext(seed=0)) is not None
+    monkeypatch.setattr(gb, "vmappable", lambda f, x: False)
+    assert GD().solve_candidates(p, opts, RunContext(seed=0)) is None
+    m = optlang.parse("var x[2]\nminimize sumsq(x - 1)\nsolver gd { method = adam, lr = auto, max_iter = 20 }\n")
+    assert m.solve(seed=0).info["auto_options"]["execution"].startswith("looped")

@@ -77,7 +77,7 @@ class GD(Backend):
         run (gd_batched.py), each float64 polish its own; None when that does not apply (then fit one by one)."""
         import dataclasses
 
-        from optlang.backends.smooth.gd_batched import adam_phase
+        from optlang.backends.smooth.gd_batched import adam_phase, vmappable
 
         first = candidates[0]
         same = [dataclasses.replace(o, lr=first.lr) == first for o in candidates]
@@ -85,6 +85,8 @@ class GD(Backend):
             return None
         f = problem.objective.compile(ctx.device, ctx.dtype)
         x0 = init_tensors(problem.variables, ctx)
+        if not vmappable(f, x0):
+            return None
         tol = ctx.tol or first.tol
         ends = adam_phase(
             f, x0, problem.variables, [o.lr for o in candidates], ctx.max_iter or first.max_iter, tol, ctx

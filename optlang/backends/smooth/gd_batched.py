@@ -41,6 +41,18 @@ class PhaseEnd:
     x: dict[str, torch.Tensor]
 
 
+def vmappable(f: Callable[..., Any], x0: dict[str, torch.Tensor]) -> bool:
+    """Whether `torch.func.vmap` runs the objective over two stacked copies of x0 (an atom that reads a
+    value back to Python, e.g. `.item()`, cannot be batched: the caller then fits one candidate at a time)."""
+    stacked = {k: t.detach().unsqueeze(0).repeat(2, *([1] * t.dim())) for k, t in x0.items()}
+    try:
+        with torch.no_grad():
+            torch.func.vmap(lambda vals: f(vals))(stacked)
+    except RuntimeError:
+        return False
+    return True
+
+
 def adam_phase(
     f: Callable[..., Any],
     x0: dict[str, torch.Tensor],
