@@ -132,3 +132,89 @@ def test_string_option_auto_stays_a_value() -> None:
     m = optlang.parse("var x[2]\nminimize sumsq(x - 1)\nsolver gd { method = auto }\n")
     assert m.plan().auto_options == ()
     assert "auto_options" not in m.solve().info
+
+
+SMOOTH_DATA = (
+    'data D = load("d.csv", target = "y")\nvar w[2]\nminimize mean((D.X @ w - D.y)^2) + 0.01 * sumsq(w)\n'
+    "solver gd {{ method = adam, lr = auto in [0.001, 0.01, 0.1, 1, 30], max_iter = {it}{extra} }}\n"
+)
+
+
+def _data(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 2))
+    y = X @ np.array([2.0, -1.0]) + 0.1 * rng.standard_normal(60)
+    np.savetxt(tmp_path / "d.csv", np.c_[X, y], delimiter=",", header="a,b,y", comments="")
+
+
+@pytest.mark.parametrize("extra", [", polish_iter = 0", ""])
+def test_gd_adam_candidates_run_batched_and_score_as_the_looped_fits(tmp_path, monkeypatch, extra) -> None:
+    """The lr candidates × folds as one batched Adam run per fold: the same scores (float tolerance) as one
+    fit per candidate and fold, and the same choice; the record says which way they ran."""
+    from optlang.backends.smooth.gd import GD
+
+    _data(tmp_path)
+    m = optlang.parse(SMOOTH_DATA.format(it=300, extra=extra), base_dir=tmp_path)
+    batched = m.solve(seed=0).info["auto_options"]
+    monkeypatch.setattr(GD, "solve_candidates", lambda self, p, o, c: None)
+    looped = optlang.parse(SMOOTH_DATA.format(it=300, extra=extra), base_dir=tmp_path).solve(seed=0)
+    looped = looped.info["auto_options"]
+    assert batched["execution"].startswith("batched") and looped["execution"].startswith("looped")
+    assert batched["fits"] == looped["fits"] == 25 and batched["chosen"] == looped["chosen"]
+    for b, s in zip(batched["candidates"], looped["candidates"], strict=True):
+        if s["score"] is None:  # lr = 30 diverges in float32 either way
+            assert b["score"] is None
+        else:
+            assert b["score"] == pytest.approx(s["score"], rel=1e-4, abs=1e-6)
+
+
+def test_batched_candidates_equal_their_single_fits_with_convergence_divergence_and_the_limit() -> None:
+    """Each copy of the batched run ends as its own fit: converged (frozen while others go on), diverged
+    (its best iterate), or at the iteration limit; projected onto a box."""
+    from optlang.backends.base import RunContext
+    from optlang.backends.smooth.gd import GD, GDOptions
+
+    m = optlang.parse("var x[3] in [-2, 2]\nvar z\nminimize sumsq(x - 1.5) + 0.1 * sum(x^4) + (z - 0.3)^2 + exp(z)\n")
+    p = m.compiled.problem
+    gd = GD()
+    opts = [GDOptions(method="adam", lr=lr, max_iter=400, tol=1e-6, polish_iter=50) for lr in (1e-3, 0.05, 0.5, 1e6)]
+    for dtype in ("float64", "float32"):  # float64: no polish, the Adam phase's own ends are the statuses
+        stats = _compare_candidates(gd, p, opts, dtype)
+        if dtype == "float64":
+            assert stats == {"converged", "diverged", "iteration_limit"}
+    assert gd.solve_candidates(p, [opts[0], GDOptions(method="pgd")], RunContext(seed=3)) is None
+
+
+def _compare_candidates(gd, p, opts, dtype: str) -> set[str]:
+    from optlang.backends.base import RunContext
+
+    raws = gd.solve_candidates(p, opts, RunContext(seed=3, dtype=dtype))
+    assert raws is not None
+    stats = set()
+    for o, rb in zip(opts, raws, strict=True):
+        rs = gd.solve(p, o, RunContext(seed=3, dtype=dtype))
+        assert rb.status == rs.status and rb.iterations == rs.iterations
+        assert rb.objective == pytest.approx(rs.objective, rel=1e-5, abs=1e-6)
+        for k in rs.values:
+            assert np.allclose(rb.values[k], rs.values[k], rtol=1e-4, atol=1e-5)
+        stats.add(rs.status.value)
+    return stats
+
+
+def test_an_objective_vmap_cannot_batch_falls_back_to_one_fit_per_candidate(monkeypatch) -> None:
+    import torch
+
+    import optlang.backends.smooth.gd_batched as gb
+    from optlang.backends.base import RunContext
+    from optlang.backends.smooth.gd import GD, GDOptions
+
+    x0 = {"x": torch.zeros(3)}
+    assert gb.vmappable(lambda v: (v["x"] ** 2).sum(), x0)
+    assert not gb.vmappable(lambda v: v["x"].sum() * float(v["x"].sum().item()), x0)  # reads a value back
+    p = optlang.parse("var x[2]\nminimize sumsq(x - 1)\n").compiled.problem
+    opts = [GDOptions(method="adam", lr=lr, max_iter=20) for lr in (0.01, 0.1)]
+    assert GD().solve_candidates(p, opts, RunContext(seed=0)) is not None
+    monkeypatch.setattr(gb, "vmappable", lambda f, x: False)
+    assert GD().solve_candidates(p, opts, RunContext(seed=0)) is None
+    m = optlang.parse("var x[2]\nminimize sumsq(x - 1)\nsolver gd { method = adam, lr = auto, max_iter = 20 }\n")
+    assert m.solve(seed=0).info["auto_options"]["execution"].startswith("looped")

@@ -726,3 +726,85 @@ def test_validation_panel_with_a_zero_radius_an_old_record_and_hostile_text() ->
     assert len(svg_points(html, "auto0:val_mse:not-admissible")) == 2
     md = report.render(c, "md")
     assert "<script" not in md and "&lt;script&gt;" in md
+
+
+# ----------------------------------------------------------------------------- auto options (lr = auto)
+DRO_OPT = AUTO_MODEL.replace("{AMB}", "chi2(radius = 0.1)") + (
+    "solver tcdro { lr = auto in [1e-3, 1e-2, 0.3], solver = adam, max_iter = 60, polish_iter = 0, select = holdout }\n"
+)
+
+
+def test_auto_options_report_plots_each_candidates_score(tmp_path) -> None:
+    """The validation curve of `lr = auto`: one marker per candidate at (log lr, score), the choice ringed,
+    the rule named; HTML and Markdown carry the candidates table."""
+    pytest.importorskip("optlang.api")
+    from optlang.compare import compare
+
+    path = tmp_path / "opt.opt"
+    path.write_text(DRO_OPT)
+    c = compare(path, backends=["tcdro"], device="cpu", executor="inline")
+    (r,) = c.results
+    rec = r.info["auto_options"]
+    cands = rec["candidates"]
+    v = panels.auto_options(r)
+    assert v is not None and v.logx and v.ticks is None and v.xs == [cd["lr"] for cd in cands]
+    assert v.scores == [cd["score"] for cd in cands] and v.rule_text == "holdout 0.25 validation"
+    assert v.params[v.chosen] == rec["chosen"]
+    html = report.render(c, "html")
+    parse(html)
+    assert "Validation (auto options)" in " ".join(parse(html).text) and "holdout 0.25 validation" in html
+    drawn = svg_points(html, "opt0:score")  # sorted by lr, as the candidates are
+    assert len(drawn) == 3
+    assert_affine([cd["score"] for cd in cands], [p[1] for p in drawn])
+    assert_affine([float(np.log10(cd["lr"])) for cd in cands], [p[0] for p in drawn])  # a log lr axis
+    (ring,) = svg_points(html, "opt0:chosen")
+    assert ring == pytest.approx(drawn[v.chosen])
+    md = report.render(c, "md")
+    assert "## Validation (auto options)" in md and "| lr | score | chosen |" in md
+    for cd in cands:
+        assert report.fmt.num(cd["score"], 6) in md
+    assert "Validation (auto options)" not in report.render(toy_comparison(), "html")
+    from optlang.cli import main
+
+    out = tmp_path / "solve.html"  # `optlang solve --report` carries the same panel
+    assert main(["solve", str(path), "--quiet", "--report", str(out)]) == 0
+    assert 'id="opt0:chosen"' in out.read_text(encoding="utf-8")
+
+
+def test_auto_options_panel_budget_rule_several_options_and_hostile_text() -> None:
+    """No data rows: the rule reads 'equal budget — not statistical validation'; two auto options plot by
+    candidate index; a diverged candidate (score None) is left out of the plot; recorded text is escaped."""
+    cands = [
+        {"lr": lr, "beta": b, "score": s}
+        for lr, b, s in ((0.01, 0.5, 3.0), (0.01, 0.9, 2.0), (0.1, 0.5, None), (0.1, 0.9, 2.5))
+    ]
+    rec = {
+        "parameters": ["lr", "beta"],
+        "rule": "budget",
+        "method": "budget: 200 iterations <script>alert(1)</script>",
+        "criterion": "least objective & <b>",
+        "candidates": cands,
+        "chosen": {"lr": 0.01, "beta": 0.9},
+        "how": "least score",
+    }
+    r = Result(Status.CONVERGED, 1.0, {}, "gd", "smooth", info={"auto_options": rec})
+    v = panels.auto_options(r)
+    assert v is not None and v.chosen == 1 and v.ticks == ["0.01 / 0.5", "0.01 / 0.9", "0.1 / 0.5", "0.1 / 0.9"]
+    assert v.xs == [0.0, 1.0, 2.0, 3.0] and not v.logx and v.scores[2] is None
+    assert "not statistical validation" in v.rule_text
+    c = Comparison("m", "m.opt", "smooth", "minimize", ["gd"], [r])
+    html = report.render(c, "html")
+    parse(html)
+    assert "<script" not in html and "&lt;script&gt;" in html and "least objective &amp; &lt;b&gt;" in html
+    assert "objective under an equal budget — not statistical validation" in html
+    drawn = svg_points(html, "opt0:score")
+    assert len(drawn) == 3  # the diverged candidate is not drawn
+    assert_affine([0.0, 1.0, 3.0], [p[0] for p in drawn])
+    assert_affine([3.0, 2.0, 2.5], [p[1] for p in drawn])
+    header, rows = panels.auto_option_rows(v)
+    assert header == ["#", "lr", "beta", "score", "chosen"] and rows[2][3].startswith("—")
+    assert [row[-1] for row in rows] == ["", "✓", "", ""]
+    md = report.render(c, "md")
+    assert "<script" not in md and "&lt;script&gt;" in md and "not statistical validation" in md
+    broken = Result(Status.CONVERGED, 1.0, {}, "gd", "smooth", info={"auto_options": {"error": "x"}})
+    assert panels.auto_options(broken) is None

@@ -24,9 +24,12 @@ options take the product of their grids. Equal scores (an option that does not a
 Adam step size when the backend runs L-BFGS) keep the backend's default when it is a candidate, and
 the record says the scores were tied.
 
-The candidates are not one batched problem: what is chosen is a property of the backend's own
-optimizer loop (a step size acts only through that loop), so each candidate runs that loop. Model
-quantities (DRO radii and bins) are chosen as one batched problem in `backends/dro/auto.py`.
+A backend with `solve_candidates(problem, options_list, ctx)` runs the candidates of one fold (or
+of the budget rule) as one batched problem when it can — gd's projected Adam over stacked copies
+with a per-candidate lr (`backends/smooth/gd_batched.py`), each copy ending where its own fit ends —
+and returns None otherwise; then each candidate runs the backend's own loop. The record's
+`execution` says which. Model quantities (DRO radii and bins) are chosen as one batched problem in
+`backends/dro/auto.py`.
 """
 
 from __future__ import annotations
@@ -195,10 +198,10 @@ def solve(backend: Backend, problem: Any, options: Any, ctx: RunContext) -> RawS
     if rule_for(kind, n, max(k, 2)) == "validation":
         assert n is not None
         rule = "validation"
-        scores, method, criterion, fits = _validate(backend, problem, options, ctx, cands, fields, n)
+        scores, method, criterion, fits, execution = _validate(backend, problem, options, ctx, cands, fields, n)
     else:
         rule = "budget"
-        scores, method, criterion, fits = _budget(backend, problem, options, ctx, cands, fields)
+        scores, method, criterion, fits, execution = _budget(backend, problem, options, ctx, cands, fields)
     best, note = _choose(scores, cands, fields)
     record: dict[str, Any] = {
         "parameters": names,
@@ -209,6 +212,7 @@ def solve(backend: Backend, problem: Any, options: Any, ctx: RunContext) -> RawS
         "chosen": dict(cands[best]),
         "how": note,
         "fits": fits,
+        "execution": execution,
         "seconds": time.perf_counter() - t0,
     }
     raw = backend.solve(problem, _with(options, cands[best], fields), ctx)
@@ -224,28 +228,32 @@ def _validate(
     cands: list[dict[str, float]],
     fields: Mapping[str, dataclasses.Field],
     n: int,
-) -> tuple[list[float], str, str, int]:
+) -> tuple[list[float], str, str, int, str]:
     how = str(getattr(options, "select", "kfold"))
     k = int(getattr(options, "folds", FOLDS))
     frac = float(getattr(options, "val_frac", 0.25))
     splits = folds(n, how if how in ("kfold", "holdout") else "kfold", k, frac, ctx.seed)
-    scores = []
+    opts = [_with(options, cand, fields) for cand in cands]
+    totals = [0.0] * len(cands)
     fits = 0
-    for cand in cands:
-        opts = _with(options, cand, fields)
-        total, count = 0.0, 0
-        for tr, va in splits:
-            raw = backend.solve(subset_problem(problem, tr, n), opts, _child(ctx, ctx.max_iter))
-            fits += 1
+    batched = True
+    for tr, va in splits:  # per fold: the candidates as one batched run where the backend has one
+        sub = subset_problem(problem, tr, n)
+        raws = _batched(backend, sub, opts, _child(ctx, ctx.max_iter))
+        if raws is None:
+            batched = False
+            raws = [backend.solve(sub, o, _child(ctx, ctx.max_iter)) for o in opts]
+        fits += len(raws)
+        for i, raw in enumerate(raws):
             loss = held_out_loss(problem, raw.values, va) if raw.status.has_solution and raw.values else math.inf
-            total += loss * va.size
-            count += va.size
-        scores.append(total / count if math.isfinite(total) else math.inf)
+            totals[i] += loss * va.size
+    count = sum(va.size for _, va in splits)
+    scores = [t / count if math.isfinite(t) else math.inf for t in totals]
     method = (
         f"{len(splits)}-fold" if how != "holdout" else f"holdout {frac:g}"
     ) + f" validation on the training data (seed {ctx.seed}): the backend's own fit per candidate and fold"
     what = "mean held-out per-sample loss" if isinstance(problem, DROProblem) else "objective on the held-out rows"
-    return scores, method, f"least validation score ({what}, pooled over folds)", fits
+    return scores, method, f"least validation score ({what}, pooled over folds)", fits, _execution(batched, len(splits))
 
 
 def _budget(
@@ -255,18 +263,45 @@ def _budget(
     ctx: RunContext,
     cands: list[dict[str, float]],
     fields: Mapping[str, dataclasses.Field],
-) -> tuple[list[float], str, str, int]:
+) -> tuple[list[float], str, str, int, str]:
     budget = BUDGET_ITER if ctx.max_iter is None else min(BUDGET_ITER, ctx.max_iter)
+    opts = [_with(options, cand, fields) for cand in cands]
+    raws = _batched(backend, problem, opts, _child(ctx, budget))
+    batched = raws is not None
+    if raws is None:
+        raws = [backend.solve(problem, o, _child(ctx, budget)) for o in opts]
     scores = []
-    for cand in cands:
-        raw = backend.solve(problem, _with(options, cand, fields), _child(ctx, budget))
+    for raw in raws:
         ok = raw.status.has_solution and raw.objective is not None and math.isfinite(raw.objective)
         scores.append(float(raw.objective) if ok else math.inf)  # type: ignore[arg-type]
     method = (
         f"budget: {budget} iterations per candidate on the whole problem (seed {ctx.seed}); not validation in "
         "the statistical sense: the model has no data rows to hold out"
     )
-    return scores, method, "least objective reached (the backend's own value, minimized)", len(cands)
+    return (
+        scores,
+        method,
+        "least objective reached (the backend's own value, minimized)",
+        len(cands),
+        _execution(batched, 1),
+    )
+
+
+def _batched(backend: Backend, problem: Any, opts: list[Any], ctx: RunContext) -> list[RawSolution] | None:
+    """The backend's own batched run of several candidates (`solve_candidates`), or None when it has none
+    or says it does not apply (then each candidate is its own fit)."""
+    run = getattr(backend, "solve_candidates", None)
+    if run is None or len(opts) < 2:
+        return None
+    raws = run(problem, opts, ctx)
+    return None if raws is None else list(raws)
+
+
+def _execution(batched: bool, groups: int) -> str:
+    """How the candidates ran, for the record."""
+    if batched:
+        return f"batched: the candidates as one batched run per fold ({groups} run{'s' if groups > 1 else ''})"
+    return "looped: one backend fit per candidate and fold"
 
 
 def _choose(

@@ -197,6 +197,9 @@ def render_comparison(c: Comparison, command: str = "compare") -> str:
     vals = panels.validations(c)
     if vals:
         body.append(_validation_section(vals))
+    opts = panels.auto_options_all(c)
+    if opts:
+        body.append(_auto_options_section(opts))
 
     body.append(
         '<section id="runs"><h2>All runs</h2><details><summary>every run '
@@ -320,6 +323,38 @@ def _validation_section(vals: Sequence[panels.Validation]) -> str:
                 rows,
                 cls="auto",
                 row_classes=["" for _ in rows],
+                cell_classes=[["best" if i == v.chosen else ""] * len(header) for i in range(len(rows))],
+            )
+        )
+    if len(vals) > MAX_VALIDATION_PLOTS:
+        out.append(f'<p class="note">plots of the first {MAX_VALIDATION_PLOTS} runs; the rest as tables.</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
+def _auto_options_section(vals: Sequence[panels.AutoOptions]) -> str:
+    """Each run's `auto` optimizer options: the score of every candidate (the validation curve), the rule, a table."""
+    out = [
+        '<section id="auto-options"><h2>Validation (auto options)</h2><p class="note">Solver options written '
+        "<code>auto</code>: each candidate's score, least wins; the ring marks the choice. With data rows the "
+        "score is K-fold (or holdout) validation on the training data; without them it is the objective each "
+        "candidate reached under an equal iteration budget, which is a tuning run, not statistical "
+        "validation.</p>"
+    ]
+    for k, v in enumerate(vals):
+        out.append(
+            f"<p><b>{escape(v.run)}</b> — rule: <b>{escape(v.rule_text)}</b>; chosen "
+            f"<b>{escape(panels.auto_options_chosen_text(v))}</b> ({escape(v.how or '?')}); {escape(v.method)}; "
+            f"{escape(v.criterion)}" + (f"; candidates run {escape(v.execution)}" if v.execution else "") + "</p>"
+        )
+        if k < MAX_VALIDATION_PLOTS:
+            out.append(figure(plots.auto_options_svg(v, key=f"opt{k}")))
+        header, rows = panels.auto_option_rows(v)
+        out.append(
+            table(
+                header,
+                rows,
+                cls="auto",
                 cell_classes=[["best" if i == v.chosen else ""] * len(header) for i in range(len(rows))],
             )
         )

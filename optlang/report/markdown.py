@@ -108,6 +108,15 @@ def render_comparison(c: Comparison) -> str:
             if v.threshold is not None:
                 line += f"; admissible: validation mean loss ≤ {fmt.num(v.threshold, 6)}"
             out += [line, "", table(*panels.validation_rows(v)), ""]
+    opts = panels.auto_options_all(c)
+    if opts:
+        out += ["## Validation (auto options)", ""]
+        for o in opts:
+            line = f"**{_text(o.run)}**: rule: {_text(o.rule_text)}; chosen {_text(panels.auto_options_chosen_text(o))}"
+            line += f" ({_text(o.how or '?')}); {_text(o.method)}; {_text(o.criterion)}"
+            if o.execution:
+                line += f"; candidates run {_text(o.execution)}"
+            out += [line, "", table(*panels.auto_option_rows(o)), ""]
     out += [
         "## All runs",
         "",

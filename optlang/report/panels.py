@@ -344,3 +344,114 @@ def validation_rows(v: Validation) -> tuple[list[str], list[list[str]]]:
 
 def chosen_text(v: Validation) -> str:
     return _param_text(v.params[v.chosen]) if v.chosen is not None else "—"
+
+
+# ----------------------------------------------------------------------------- auto options (lr = auto)
+@dataclass
+class AutoOptions:
+    """One run's `auto` optimizer options (info["auto_options"], backends/autotune.py): each candidate's score.
+
+    x: the candidate's value when one option is auto (log scale when every value is positive and they
+    span at least 10×, as a step-size grid does), else the candidate's index with `ticks`. Scores that
+    are not finite (a diverged fit) are None: left out of the plot, "—" in the table.
+    """
+
+    run: str
+    names: list[str]  # the auto options
+    params: list[dict[str, Any]]
+    scores: list[float | None]
+    chosen: int | None
+    xs: list[float]
+    xlabel: str
+    ticks: list[str] | None
+    logx: bool
+    rule: str  # "validation" | "budget"
+    rule_text: str  # the rule named for a reader
+    method: str = ""
+    criterion: str = ""
+    how: str = ""
+    execution: str = ""  # how the candidates ran (batched or one fit each), when recorded
+
+
+def rule_text(rule: str, method: str) -> str:
+    """The selection rule in words: K-fold / holdout validation, or the objective under an equal budget."""
+    if rule == "validation":
+        head = method.split(" validation", 1)[0].strip()
+        return f"{head} validation".strip() if head else "K-fold validation"
+    return "objective under an equal budget — not statistical validation"
+
+
+def auto_options(r: Result) -> AutoOptions | None:
+    """The auto-options panel's data of a run with a well-formed info["auto_options"] record, else None."""
+    rec = r.info.get("auto_options")
+    if not isinstance(rec, dict):
+        return None
+    cands = rec.get("candidates")
+    names = rec.get("parameters")
+    if not isinstance(cands, list) or not cands or not all(isinstance(c, dict) for c in cands):
+        return None
+    if not isinstance(names, list) or not names:
+        names = list(dict.fromkeys(k for c in cands for k in c if k != "score"))
+    names = [str(n) for n in names]
+    params = [{k: c.get(k) for k in names} for c in cands]
+    scores: list[float | None] = []
+    for c in cands:
+        s = c.get("score")
+        scores.append(float(s) if _is_num(s) and math.isfinite(float(s)) else None)
+    chosen_rec = rec.get("chosen")
+    chosen = None
+    if isinstance(chosen_rec, dict):
+        chosen = next((i for i, p in enumerate(params) if all(p.get(k) == v for k, v in chosen_rec.items())), None)
+    ticks: list[str] | None = None
+    logx = False
+    if len(names) == 1 and all(_is_num(p[names[0]]) for p in params):
+        xs = [float(p[names[0]]) for p in params]
+        xlabel = f"candidate {names[0]}"
+        logx = min(xs) > 0 and max(xs) / min(xs) >= 10
+    else:
+        xs = [float(i) for i in range(len(params))]
+        ticks = [" / ".join(f"{p[k]:g}" if _is_num(p[k]) else str(p[k]) for k in names) for p in params]
+        xlabel = f"candidate ({' / '.join(names)})"
+    rule = str(rec.get("rule", ""))
+    method = str(rec.get("method", ""))
+    return AutoOptions(
+        run=f"{r.backend} (seed {r.seed})",
+        names=names,
+        params=params,
+        scores=scores,
+        chosen=chosen,
+        xs=xs,
+        xlabel=xlabel,
+        ticks=ticks,
+        logx=logx,
+        rule=rule,
+        rule_text=rule_text(rule, method),
+        method=method,
+        criterion=str(rec.get("criterion", "")),
+        how=str(rec.get("how", "")),
+        execution=str(rec.get("execution", "")),
+    )
+
+
+def auto_options_all(c: Comparison) -> list[AutoOptions]:
+    """The auto-options records of every run that chose optimizer options, in report order."""
+    return [v for r in c.results if (v := auto_options(r)) is not None]
+
+
+def auto_option_rows(v: AutoOptions) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the candidates table (option values, score, chosen)."""
+    header = ["#", *v.names, "score", "chosen"]
+    rows = [
+        [
+            str(i),
+            *(f"{p[k]:g}" if _is_num(p[k]) else str(p[k]) for k in v.names),
+            fmt.num(v.scores[i], 6) if v.scores[i] is not None else f"{fmt.DASH} (no finite score)",
+            "✓" if i == v.chosen else "",
+        ]
+        for i, p in enumerate(v.params)
+    ]
+    return header, rows
+
+
+def auto_options_chosen_text(v: AutoOptions) -> str:
+    return _param_text(v.params[v.chosen]) if v.chosen is not None else "—"

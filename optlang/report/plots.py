@@ -527,3 +527,40 @@ def validation_svg(v: panels.Validation, key: str = "auto") -> str:
     fig.suptitle(title, x=0.0, y=1.08, ha="left", fontsize=10.5)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return to_svg(fig, title)
+
+
+# ----------------------------------------------------------------------------- auto options (lr = auto)
+@_rc
+def auto_options_svg(v: panels.AutoOptions, key: str = "opt") -> str:
+    """A run's `auto` optimizer options: each candidate's score against the candidate (log x for a
+    step-size grid), the choice ringed, the rule named in the title (validation or equal budget).
+
+    Series ids: `{key}:score` (one marker per candidate with a finite score) and `{key}:chosen`."""
+    fig = _draw(3.2)
+    ax = _axes(fig)
+    idx = sorted((i for i in range(len(v.xs)) if v.scores[i] is not None), key=lambda i: v.xs[i])
+    xs = [v.xs[i] for i in idx]
+    ys = [float(v.scores[i]) for i in idx]  # type: ignore[arg-type]
+    if v.ticks is None and len(idx) > 1:
+        ax.plot(xs, ys, color=PALETTE[0], lw=1.2, alpha=0.55)
+    if idx:
+        ax.plot(xs, ys, ls="none", marker=MARKERS[0], ms=6.5, color=PALETTE[0], gid=f"{key}:score")
+    c = v.chosen
+    if c is not None:
+        ax.axvline(v.xs[c], color="#999999", lw=0.8, ls=":")
+        score = v.scores[c]
+        if score is not None:
+            ax.plot(
+                [v.xs[c]], [score], ls="none", marker="o", ms=15, mfc="none", mec="black", mew=1.4, gid=f"{key}:chosen"
+            )
+    if v.logx:
+        ax.set_xscale("log")
+    if v.ticks is not None:
+        n = len(v.xs)
+        ax.set_xticks(v.xs)
+        ax.set_xticklabels(v.ticks, fontsize=7.5, rotation=0 if n <= 4 else 35, ha="center" if n <= 4 else "right")
+    ax.set_xlabel(v.xlabel)
+    ax.set_ylabel("validation score" if v.rule == "validation" else "objective reached")
+    title = f"auto options — {v.run}: {v.rule_text}; chosen {panels.auto_options_chosen_text(v)} (ringed)"
+    ax.set_title(title, loc="left")
+    return to_svg(fig, title)

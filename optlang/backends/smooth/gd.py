@@ -55,7 +55,9 @@ class GD(Backend):
             )
         return None
 
-    def solve(self, problem: SmoothProblem, options: GDOptions, ctx: RunContext) -> RawSolution:
+    @staticmethod
+    def method_for(problem: SmoothProblem, options: GDOptions) -> str:
+        """The method that runs: `auto` and an L-BFGS that domains forbid resolved."""
         method = options.method
         if method not in ("auto", "lbfgs", "adam", "pgd"):
             from optlang.errors import OptionError
@@ -66,6 +68,53 @@ class GD(Backend):
             method = "pgd" if constrained else "lbfgs"
         if method == "lbfgs" and constrained:
             method = "pgd"
+        return method
+
+    def solve_candidates(
+        self, problem: SmoothProblem, candidates: list[GDOptions], ctx: RunContext
+    ) -> list[RawSolution] | None:
+        """`solve` at each of several options that differ only in Adam's `lr`, the Adam phase as one batched
+        run (gd_batched.py), each float64 polish its own; None when that does not apply (then fit one by one)."""
+        import dataclasses
+
+        from optlang.backends.smooth.gd_batched import adam_phase, vmappable
+
+        first = candidates[0]
+        same = [dataclasses.replace(o, lr=first.lr) == first for o in candidates]
+        if not all(same) or first.restarts != 1 or self.method_for(problem, first) != "adam":
+            return None
+        f = problem.objective.compile(ctx.device, ctx.dtype)
+        x0 = init_tensors(problem.variables, ctx)
+        if not vmappable(f, x0):
+            return None
+        tol = ctx.tol or first.tol
+        ends = adam_phase(
+            f, x0, problem.variables, [o.lr for o in candidates], ctx.max_iter or first.max_iter, tol, ctx
+        )
+        out = []
+        for o, e in zip(candidates, ends, strict=True):
+            x = {k: t.detach().clone().requires_grad_(True) for k, t in e.x.items()}
+            st, iters, val = self._polish(problem, o, ctx, "adam", x, e.status, e.iterations, e.value, tol)
+            out.append(
+                RawSolution(status=st, values=to_numpy(x), objective=val, iterations=iters, info={"method": "adam"})
+            )
+        return out
+
+    def _polish(self, problem, options, ctx, method, x, st, iters, val, tol):
+        """float32 cannot resolve the last digits of f: polish in float64 from the float32 point (x updated)."""
+        if ctx.dtype != torch.float64 and st != Status.DIVERGED and not ctx.should_stop():
+            f64 = problem.objective.compile(ctx.device, torch.float64)
+            for k, t in list(x.items()):
+                x[k] = t.detach().to(torch.float64).requires_grad_(True)
+            if method == "lbfgs":
+                st, more, val = self._lbfgs(f64, x, options.polish_iter, tol, ctx)
+            else:
+                st, more, val = self._first_order(f64, x, problem, "pgd", options.lr, options.polish_iter, tol, ctx)
+            iters += more
+        return st, iters, val
+
+    def solve(self, problem: SmoothProblem, options: GDOptions, ctx: RunContext) -> RawSolution:
+        method = self.method_for(problem, options)
         f = problem.objective.compile(ctx.device, ctx.dtype)
         max_iter = ctx.max_iter or options.max_iter
         tol = ctx.tol or options.tol
@@ -86,15 +135,7 @@ class GD(Backend):
                 st, iters, val = self._lbfgs(f, x, max_iter, tol, ctx)
             else:
                 st, iters, val = self._first_order(f, x, problem, method, options.lr, max_iter, tol, ctx)
-            if ctx.dtype != torch.float64 and st != Status.DIVERGED and not ctx.should_stop():
-                # float32 cannot resolve the last digits of f: polish in float64 from the float32 point
-                f64 = problem.objective.compile(ctx.device, torch.float64)
-                x = {k: t.detach().to(torch.float64).requires_grad_(True) for k, t in x.items()}
-                if method == "lbfgs":
-                    st, more, val = self._lbfgs(f64, x, options.polish_iter, tol, ctx)
-                else:
-                    st, more, val = self._first_order(f64, x, problem, "pgd", options.lr, options.polish_iter, tol, ctx)
-                iters += more
+            st, iters, val = self._polish(problem, options, ctx, method, x, st, iters, val, tol)
             total_iters += iters
             if st == Status.DIVERGED and best is not None:
                 continue
