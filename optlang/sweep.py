@@ -264,10 +264,13 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
         return [first] + [full(p) for p in points[1:]]
     tree = parse_tree(src)
     out = [first]
+    reuse = point_free_params(src, tree, points, params, data)
     for p in points[1:]:
         over = {**params, **p}
         try:
-            ir = Lowerer(src, over, data).run(tree)
+            lowerer = Lowerer(src, over, data)
+            lowerer.reuse = reuse
+            ir = lowerer.run(tree)
             m = Model(ir, classify(ir))
             if m.kind in ("ising", "maxcut"):  # as optlang.parse does: the planner's sizes and fields
                 q = m.compiled.problem
@@ -278,6 +281,35 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
         m.overrides = (over, dict(data))
         out.append(m)
     return out
+
+
+def point_free_params(src: Any, tree: Any, points: list[dict[str, float]], params: dict, data: dict) -> dict:
+    """Values of the params whose statements use no swept name (directly or through another statement),
+    computed once at the first point, so that every further point reuses them instead of evaluating
+    generators and products again (a sweep's points differ only in the swept names)."""
+    from lark import Token, Tree
+
+    from optlang.ir.lower import Lowerer
+
+    dependent = {name for p in points for name in p}
+    free: list[str] = []
+    for st in tree.iter_subtrees_topdown():
+        if not isinstance(st, Tree) or not st.children or not isinstance(st.children[0], Token):
+            continue
+        if st.data not in ("param_stmt", "let_stmt", "data_stmt", "graph_stmt"):
+            continue
+        name = str(st.children[0])
+        used = {str(t) for t in st.scan_values(lambda v: isinstance(v, Token))} - {name}
+        if name in dependent or used & dependent:
+            dependent.add(name)
+        elif st.data == "param_stmt":
+            free.append(name)
+    if not free:
+        return {}
+    lowerer = Lowerer(src, {**params, **points[0]}, data)
+    lowerer.run(tree)
+    keep = (np.ndarray, int, float, np.number)
+    return {k: lowerer.params[k] for k in free if isinstance(lowerer.params.get(k), keep)}
 
 
 def _wing(kind: str) -> Any:

@@ -191,3 +191,26 @@ def test_maximize_sweep_keeps_the_user_sense() -> None:
     sw = optlang.parse(text).sweep({"lam": [1.0, 3.0]})
     assert [r.values["x"] for r in sw.results] == pytest.approx([0.5, 0.25], abs=1e-8)
     assert [r.objective for r in sw.results] == pytest.approx([-0.5, -0.75], abs=1e-10)
+
+
+def test_params_that_use_a_swept_name_are_evaluated_at_every_point() -> None:
+    """Sweep-independent params are computed once and reused; a param built from the swept name is not."""
+    text = """param X = randn(50, 3, seed = 1)
+param s = 1
+param y = s * (X @ [1, 2, 3])
+var w[3]
+minimize mean((X @ w - y)^2) + 0.01 * sumsq(w)
+"""
+    import optlang
+    from optlang.grammar.parser import parse_tree
+    from optlang.sweep import point_free_params
+
+    m = optlang.parse(text)
+    points = [{"s": 1.0}, {"s": 2.0}]
+    reuse = point_free_params(m.ir.source, parse_tree(m.ir.source), points, {}, {})
+    assert set(reuse) == {"X"}
+    sw = m.sweep({"s": [1.0, 2.0, 3.0]})
+    for v, r in zip([1.0, 2.0, 3.0], sw.results, strict=True):
+        single = optlang.parse(text, params={"s": v}).solve(seed=0)
+        assert r.values["w"] == pytest.approx(single.values["w"], rel=1e-4, abs=1e-6)
+        assert r.values["w"] == pytest.approx([v, 2 * v, 3 * v], rel=5e-2)

@@ -129,6 +129,8 @@ class Lowerer:
         self.data_overrides = dict(data_overrides)
         self.errors: list[OptlangError] = []
         self.params: dict[str, Any] = {}
+        # param values computed once for a whole sweep (their expressions use no swept name): see sweep.py
+        self.reuse: dict[str, Any] = {}
         self.tables: dict[str, D.DataTable] = {}
         self.graphs: dict[str, D.Graph] = {}
         self.variables: dict[str, VarDecl] = {}
@@ -246,6 +248,10 @@ class Lowerer:
                 value = self._override_value(name, self.overrides[name], Span.of(tok))
                 self._check_override_rank(name, value, expr, Span.of(tok))
                 self.params[name] = value
+                return
+            if name in self.reuse:  # a copy: points must not share arrays that a backend might write to
+                value = self.reuse[name]
+                self.params[name] = value.copy() if isinstance(value, np.ndarray) else value
                 return
             value = self._compile_time(expr, "param")
             if isinstance(value, (D.Graph, D.DataTable)):
