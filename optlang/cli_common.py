@@ -155,11 +155,19 @@ def console(stderr: bool = False) -> Any:
     """A rich Console on stdout or stderr: colour and width on a terminal; plain and unwrapped otherwise."""
     from rich.console import Console
 
+    class PipeConsole(Console):
+        """rich exits with status 1 when the reader of a pipe leaves (`optlang solve m.opt | head`);
+        raise BrokenPipeError instead, which `cli.main` turns into a quiet exit 0 as for --json."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
     stream = sys.stderr if stderr else sys.stdout
     tty = bool(getattr(stream, "isatty", lambda: False)())
     if tty:
-        return Console(file=stream, highlight=False, soft_wrap=True)
-    return Console(file=stream, highlight=False, soft_wrap=True, width=100_000, color_system=None)
+        return PipeConsole(file=stream, highlight=False, soft_wrap=True)
+    return PipeConsole(file=stream, highlight=False, soft_wrap=True, width=100_000, color_system=None)
 
 
 def write_stdout(text: str) -> None:

@@ -148,6 +148,22 @@ def test_broken_pipe_exits_quietly(tmp_path: Path) -> None:
     assert proc.stdout.startswith("{") and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
+def test_broken_pipe_of_the_text_summary_exits_zero(tmp_path: Path) -> None:
+    """rich's own broken-pipe handler exits 1; the text summary piped into `head -1` must exit 0 quietly."""
+    model = tmp_path / "m.opt"
+    model.write_text("var x[3000] in [0, 1]\nminimize sumsq(x - 0.5)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -m optlang.cli solve {model} --verbose | head -1; exit ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+
+
 def test_broken_pipe_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     class Closed(io.StringIO):
         def write(self, s: str) -> int:
