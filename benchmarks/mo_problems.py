@@ -94,8 +94,17 @@ def dtlz2_problem(n: int = 12, m: int = 3, preference: Callable | None = None) -
             out.append(f)
         return out
 
+    def obj(x: torch.Tensor, i: int) -> torch.Tensor:
+        """Objective i alone (the same value as objs(x)[i], without computing the other m − 1)."""
+        f = 1.0 + ((x[m - 1 :] - 0.5) ** 2).sum()
+        if m - 1 - i > 0:
+            f = f * torch.cos(x[: m - 1 - i] * (math.pi / 2)).prod()
+        if i > 0:
+            f = f * torch.sin(x[m - 1 - i] * (math.pi / 2))
+        return f
+
     objectives = tuple(
-        (f"f{i + 1}", _tf(lambda v, batch=None, i=i: objs(v["x"])[i], f"dtlz2 f{i + 1}")) for i in range(m)
+        (f"f{i + 1}", _tf(lambda v, batch=None, i=i: obj(v["x"], i), f"dtlz2 f{i + 1}")) for i in range(m)
     )
     pref = None
     if preference is not None:
