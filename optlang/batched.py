@@ -130,6 +130,28 @@ def batched_function(
     return BatchedExpr(torch.func.vmap(single), single, consts, True)
 
 
+class vmap_or_rows:  # noqa: N801 (used like a function: vmap_or_rows(fn)(x))
+    """`torch.func.vmap(fn)` over the leading dimension of a tensor or of every tensor of a dict; when
+    vmap cannot batch an atom (no batching rule) it falls back, once and for good, to a loop over rows
+    (`vectorized` says which ran)."""
+
+    def __init__(self, fn: Callable[[Any], torch.Tensor]) -> None:
+        self.fn = fn
+        self.batched = torch.func.vmap(fn)
+        self.vectorized = True
+
+    def __call__(self, x: Any) -> torch.Tensor:
+        if self.vectorized:
+            try:
+                return self.batched(x)
+            except (RuntimeError, NotImplementedError):  # remembered: later calls loop directly
+                self.vectorized = False
+        if isinstance(x, Mapping):
+            n = next(iter(x.values())).shape[0]
+            return torch.stack([self.fn({k: v[b] for k, v in x.items()}) for b in range(n)])
+        return torch.stack([self.fn(x[b]) for b in range(x.shape[0])])
+
+
 def call_batched(be: BatchedExpr, env: Mapping[str, torch.Tensor], rows: torch.Tensor | None = None) -> torch.Tensor:
     """Evaluate a BatchedExpr for the members `rows` (all if None; `env` holds those rows only);
     falls back to a row loop (and remembers it) if vmap cannot batch an atom."""

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from optlang.backends.base import COMMON_OPTIONS, RunContext
-from optlang.batched import batched_function
+from optlang.batched import batched_function, vmap_or_rows
 from optlang.batched_solve import NotBatchable
 from optlang.result import Result
 from optlang.verify import verify
@@ -80,18 +80,10 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
             (vf if side == "u" else vg)[k] = row[a:b].reshape(shape)
         return torch.stack([upper.single(vf), lower.single(vg)])
 
-    batched = torch.func.vmap(both)
-    vectorized = True
+    batched = vmap_or_rows(both)
 
     def levels(zf: torch.Tensor, zg: torch.Tensor) -> torch.Tensor:
-        nonlocal vectorized
-        packed = torch.cat([zf, zg, block.to(zf.dtype)], 1)
-        if vectorized:
-            try:
-                return batched(packed)
-            except (RuntimeError, NotImplementedError):  # an atom without a batching rule: rows one by one
-                vectorized = False
-        return torch.stack([both(packed[i]) for i in range(packed.shape[0])])
+        return batched(torch.cat([zf, zg, block.to(zf.dtype)], 1))
 
     try:
         raws = bb.solve_batch(problems, levels, options, ctx)
@@ -107,7 +99,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
     conv = sum(r.status.value == "converged" for r in raws)
     note = (
         f"{B} points as one bilevel problem (vmapped upper and lower levels"
-        f"{'' if vectorized else ', row loop: an atom without a batching rule'}, "
+        f"{'' if batched.vectorized else ', row loop: an atom without a batching rule'}, "
         f"batched SDBPG, float64; {conv} of {B} converged in ≤ {max(r.iterations for r in raws)} iterations)"
     )
     return results, note

@@ -267,7 +267,7 @@ def _tail_mean(val_losses: np.ndarray, val_y: np.ndarray | None, ref_y: np.ndarr
 def select(problem: DROProblem, options: Any, ctx: Any, targets: np.ndarray | None) -> tuple[dict, dict[str, Any]]:
     """Choose the auto parameters by batched validation; returns (chosen candidate, record for info)."""
     from optlang.backends.common import init_tensors
-    from optlang.batched import Layout, lbfgs, value_and_grad
+    from optlang.batched import Layout, lbfgs, value_and_grad, vmap_or_rows
 
     o = options
     amb = problem.ambiguity
@@ -296,13 +296,10 @@ def select(problem: DROProblem, options: Any, ctx: Any, targets: np.ndarray | No
     dtype = torch.float64
     layout = Layout(tuple(v.name for v in problem.variables), tuple(tuple(v.shape) for v in problem.variables))
     fn = problem.loss.compile("cpu", dtype)
-    vfn = torch.func.vmap(lambda env: fn(env))
+    vfn = vmap_or_rows(fn)
 
     def losses_of(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
-        try:
-            return vfn(values)
-        except (RuntimeError, NotImplementedError):  # an atom without a batching rule: rows one by one
-            return torch.stack([fn({k: v[b] for k, v in values.items()}) for b in range(rows.numel())])
+        return vfn(values)
 
     if amb.kind == "wasserstein":
         assert problem.linear is not None  # tcdro refuses Wasserstein models without linear structure
