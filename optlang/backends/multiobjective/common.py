@@ -13,7 +13,7 @@ import numpy as np
 
 from optlang.backends.base import RunContext
 from optlang.backends.common import project
-from optlang.backends.multiobjective.metrics import nondominated_mask
+from optlang.backends.multiobjective.metrics import nondominated_mask, weakly_dominated
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MultiObjectiveProblem, Variable
 
@@ -178,17 +178,6 @@ def nudge(variables: tuple[Variable, ...], X: dict[str, torch.Tensor], bad: torc
     return out
 
 
-def _le_ge(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(le, ge) with le[i, j] = all(P_i ≤ Q_j) and ge[i, j] = all(P_i ≥ Q_j), column by column."""
-    le = np.ones((P.shape[0], Q.shape[0]), dtype=bool)
-    ge = np.ones((P.shape[0], Q.shape[0]), dtype=bool)
-    for c in range(P.shape[1]):
-        a, b = P[:, c][:, None], Q[:, c][None, :]
-        le &= a <= b
-        ge &= a >= b
-    return le, ge
-
-
 class Archive:
     """The non-dominated objective vectors (and their points, while small) of every evaluated iterate.
 
@@ -209,12 +198,8 @@ class Archive:
         if not ok.any():
             return
         self.seen += int(ok.sum())
-        # one pass over (kept, new) pairs: le[i, j] = all(F_i ≤ Fn_j) (kept i weakly dominates new j),
-        # ge[i, j] = all(F_i ≥ Fn_j) (with not le: new j dominates kept i)
-        le = ge = np.zeros((0, Fn.shape[0]), dtype=bool)
         if self.F.size:
-            le, ge = _le_ge(self.F, Fn)
-            ok &= ~le.any(0)  # drop new points that a kept point weakly dominates
+            ok &= ~weakly_dominated(self.F, Fn)  # drop new points that a kept point weakly dominates
             if not ok.any():
                 return
         Fn = Fn[ok]
@@ -225,9 +210,9 @@ class Archive:
         if self.F.size == 0:
             self.F, self.X = Fn, Xn
             return
-        # kept points that a new one dominates leave (the new ones are not weakly dominated)
-        cols = np.flatnonzero(ok)[own]
-        gone = (ge[:, cols] & ~le[:, cols]).any(1)
+        # kept points that a new one weakly dominates leave: no kept point weakly dominates a new one, so
+        # "new ≤ kept" here is strict domination (or an equal row, which the kept row would have dropped)
+        gone = weakly_dominated(Fn, self.F)
         self.F = np.concatenate([self.F[~gone], Fn])
         if Xn is not None and self.X is not None:
             self.X = {k: np.concatenate([self.X[k][~gone], Xn[k]]) for k in Xn}
@@ -240,11 +225,9 @@ class Archive:
         """The non-dominated objective vectors seen so far (every seen point is dominated by or equal to one)."""
         return self.F
 
-    def front(self) -> tuple[np.ndarray, list[dict[str, np.ndarray]] | None]:
-        """Non-dominated objective vectors seen, with their points when kept."""
-        if self.X is None:
-            return self.F, None
-        return self.F, [{k: v[i] for k, v in self.X.items()} for i in range(self.F.shape[0])]
+    def front(self) -> tuple[np.ndarray, dict[str, np.ndarray] | None]:
+        """Non-dominated objective vectors seen (n, m), with their points when kept (name -> (n, *shape))."""
+        return self.F, self.X
 
 
 def subsample_front(F: np.ndarray, k: int) -> np.ndarray:
@@ -304,16 +287,17 @@ def front_rule(n: int, k: int, m: int) -> str:
     return f"{k} of {n} non-dominated evaluated points ({how}; front_max = {k})"
 
 
-def front_info(
-    names: list[str], F: np.ndarray, pts: list[dict[str, np.ndarray]] | None, k: int
-) -> list[dict[str, Any]]:
-    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}] (see front_rule)."""
-    out = []
-    rows = np.asarray(F, dtype=np.float64).tolist()  # Python floats in one call
-    for i in subsample_front(F, k):
-        row: dict[str, Any] = {"objectives": dict(zip(names, rows[i], strict=True))}
-        if pts is not None:
-            row["values"] = {v: np.asarray(a).tolist() for v, a in pts[i].items()}
+def front_info(names: list[str], F: np.ndarray, X: dict[str, np.ndarray] | None, k: int) -> list[dict[str, Any]]:
+    """The JSON-able front list: [{"objectives": {name: value}, "values": {var: list}}] (see front_rule);
+    X: the points' values (name -> (n, *shape)) or None. Rows become Python lists in one call per array."""
+    idx = subsample_front(F, k)
+    rows = np.asarray(F, dtype=np.float64)[idx].tolist()
+    vals = {v: np.asarray(a)[idx].tolist() for v, a in X.items()} if X is not None else None
+    out: list[dict[str, Any]] = []
+    for j, r in enumerate(rows):
+        row: dict[str, Any] = {"objectives": dict(zip(names, r, strict=True))}
+        if vals is not None:
+            row["values"] = {v: a[j] for v, a in vals.items()}
         out.append(row)
     return out
 

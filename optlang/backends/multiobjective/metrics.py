@@ -7,6 +7,7 @@ test problems and their analytic fronts are in benchmarks/mo_problems.py (test d
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -55,15 +56,23 @@ def nondominated_mask(F: np.ndarray) -> np.ndarray:
     order = np.lexsort((np.arange(n), *F.T[::-1], key))
     G = F[order]
     kept = np.zeros(n, dtype=bool)
-    tri = np.tri(512, 512, -1, dtype=bool).T  # tri[j, a]: j < a
+    tri = _upper(512)  # tri[j, a]: j < a
     for i0 in range(0, n, 512):
         Fi = G[i0 : i0 + 512]
         b = Fi.shape[0]
-        hit = weakly_dominates(G[:i0][kept[:i0]], Fi).any(0)
+        hit = weakly_dominated(G[:i0][kept[:i0]], Fi)
         hit |= (weakly_dominates(Fi, Fi) & tri[:b, :b]).any(0)
         kept[i0 : i0 + b] = ~hit
     keep[order[kept]] = True
     return keep
+
+
+@functools.cache
+def _upper(n: int) -> np.ndarray:
+    """The strict upper triangle mask (n, n), made once (read-only)."""
+    t = np.tri(n, n, -1, dtype=bool).T
+    t.flags.writeable = False
+    return t
 
 
 def weakly_dominates(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
@@ -72,6 +81,31 @@ def weakly_dominates(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
     for c in range(P.shape[1]):
         le &= P[:, c][:, None] <= Q[:, c][None, :]
     return le
+
+
+def weakly_dominated(P: np.ndarray, Q: np.ndarray, cells: int = 1 << 15) -> np.ndarray:
+    """hit[j] = any_i all(P_i ≤ Q_j): whether some row of P weakly dominates row j of Q, (q,) bool.
+
+    The same as weakly_dominates(P, Q).any(0), done over blocks of P's rows of about `cells` pairs so that
+    the (block, q) comparison matrices stay in cache instead of a full (p, q) matrix per objective.
+    """
+    p, q = P.shape[0], Q.shape[0]
+    if p * q <= 2 * cells:
+        return weakly_dominates(P, Q).any(0) if p else np.zeros(q, dtype=bool)
+    PT, QT = np.ascontiguousarray(P.T), np.ascontiguousarray(Q.T)
+    b = max(1, cells // q)
+    hit = np.zeros(q, dtype=bool)
+    le = np.empty((b, q), dtype=bool)
+    tmp = np.empty((b, q), dtype=bool)
+    for i0 in range(0, p, b):
+        i1 = min(p, i0 + b)
+        blk, t = le[: i1 - i0], tmp[: i1 - i0]
+        np.less_equal(PT[0, i0:i1, None], QT[0], out=blk)
+        for c in range(1, P.shape[1]):
+            np.less_equal(PT[c, i0:i1, None], QT[c], out=t)
+            blk &= t
+        hit |= blk.any(0)
+    return hit
 
 
 def compare_matrices(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -683,7 +683,7 @@ class ParetoM3(Backend):
         ideal, nadir = fr.ideal, fr.nadir
         span = np.where(nadir - ideal > 1e-12, nadir - ideal, 1.0)
         knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))
-        values = {k: np.asarray(v, dtype=np.float64) for k, v in pts[knee].items()} if pts is not None else {}
+        values = {k: np.asarray(v[knee], dtype=np.float64) for k, v in pts.items()} if pts is not None else {}
         info: dict[str, Any] = {
             "front": front_info(names, Ff, pts, o.front_max),
             "front_size": int(Ff.shape[0]),

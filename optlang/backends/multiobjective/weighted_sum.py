@@ -151,7 +151,7 @@ class WeightedSum(Backend):
         span = np.where(nadir > ideal, nadir - ideal, 1.0)
         knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))
         if fpts is not None:
-            values = {n: np.asarray(v, dtype=np.float64) for n, v in fpts[knee].items()}
+            values = {n: np.asarray(v[knee], dtype=np.float64) for n, v in fpts.items()}
         else:
             values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in X.items()}
         info.update(
