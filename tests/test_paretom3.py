@@ -271,8 +271,14 @@ def test_front_mesh_edges_and_distinct_midpoints() -> None:
     sq = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
     a, b, dd = np.array([0, 1, 0]), np.array([3, 2, 1]), np.array([math.sqrt(2), math.sqrt(2), 1.0])
     done: set[int] = set()
-    kept = _distinct(a, b, dd, sq, sq, done)
+    kept = _distinct(a, b, dd, sq, sq, done, 10)
     assert kept.tolist() == [0, 2] and done == {int(_key(np.array(1), np.array(2)))}
+    # with a limit, an edge dropped for a kept edge that is not returned (not split this round) stays a candidate
+    a, b, dd = np.array([0, 0, 1]), np.array([1, 3, 2]), np.array([1.9, math.sqrt(2), math.sqrt(2)])
+    done = set()
+    assert _distinct(a, b, dd, sq, sq, done, 3).tolist() == [0, 1] and done == {int(_key(np.array(1), np.array(2)))}
+    done = set()
+    assert _distinct(a, b, dd, sq, sq, done, 1).tolist() == [0] and done == set()
 
 
 def test_nondominated_mask_and_archive_match_all_pairs() -> None:

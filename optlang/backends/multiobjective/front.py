@@ -193,22 +193,27 @@ def _key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(a, dtype=np.int64) * (1 << 32) + np.asarray(b, dtype=np.int64)
 
 
-def _distinct(a: np.ndarray, b: np.ndarray, d: np.ndarray, Q: np.ndarray, S: np.ndarray, done: set[int]) -> np.ndarray:
-    """Which of the edges (a, b) of lengths d (longest first) have new objective-space midpoints: an edge
-    whose midpoint lies within a quarter of its length of a solution (rows of S) or of a longer kept
-    edge's midpoint (the two diagonals of a quadrilateral of neighbours share one) is dropped and its
-    key recorded in `done`. Returns the positions of the kept edges, in order."""
+def _distinct(
+    a: np.ndarray, b: np.ndarray, d: np.ndarray, Q: np.ndarray, S: np.ndarray, done: set[int], limit: int
+) -> np.ndarray:
+    """The first `limit` of the edges (a, b) of lengths d (longest first) whose objective-space midpoints
+    are new: an edge whose midpoint lies within a quarter of its length of a solution (rows of S) or of
+    a longer kept edge's midpoint (the two diagonals of a quadrilateral of neighbours share one) is
+    dropped, and its key recorded in `done` — those near a solution always, those near a kept edge's
+    midpoint only when that edge is among the returned ones (an edge dropped for one that is not split
+    this round stays a candidate). Returns the positions of the kept edges, in order."""
     from scipy.spatial import cKDTree
 
-    if a.size == 0:
+    if a.size == 0 or limit <= 0:
         return np.zeros(0, dtype=np.int64)
     M = 0.5 * (Q[a] + Q[b])
     r = 0.25 * d
-    flag = (cKDTree(S).query(M)[0] < r).tolist()  # Python lists: per-item numpy calls would dominate
+    near = cKDTree(S).query(M)[0] < r
+    flag = near.tolist()  # Python lists: per-item numpy calls would dominate
     tree = cKDTree(M)
-    out = []
-    # the balls (one C call per chunk) only of the edges not yet dropped when their chunk starts: a dropped
-    # edge drops no other, and about half the edges of a 4-objective mesh are dropped
+    out: list[int] = []
+    # the balls (one C call per chunk) only of the edges not yet dropped when their chunk starts (a dropped
+    # edge drops no other), and no further than the `limit`-th kept edge
     for i0 in range(0, a.size, 256):
         rows = [i for i in range(i0, min(a.size, i0 + 256)) if not flag[i]]
         if not rows:
@@ -220,7 +225,11 @@ def _distinct(a: np.ndarray, b: np.ndarray, d: np.ndarray, Q: np.ndarray, S: np.
             for j in ball:
                 if j > i:
                     flag[j] = True
-    gone = np.asarray(flag, dtype=bool)
+            if len(out) == limit:
+                break
+        if len(out) == limit:
+            break
+    gone = np.asarray(flag, dtype=bool)  # (a kept edge is never flagged)
     done.update(_key(a[gone], b[gone]).tolist())
     return np.asarray(out, dtype=np.int64)
 
@@ -328,7 +337,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             break
         order = np.argsort(-dist, kind="stable")  # longest first
         ia, ib, dist = ia[order], ib[order], dist[order]
-        pick = _distinct(ia, ib, dist, Q, Q[nd], gaps)[:n_new]
+        pick = _distinct(ia, ib, dist, Q, Q[nd], gaps, n_new)
         if pick.size == 0:
             stopped = "converged"
             break
