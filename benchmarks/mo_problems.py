@@ -123,23 +123,24 @@ def dtlz_problem(which: int, n: int, m: int = 3) -> MultiObjectiveProblem:
         raise ValueError("DTLZ1, DTLZ2 and DTLZ7 are defined here")
     k = n - m + 1
 
-    def objs(x: torch.Tensor) -> list[torch.Tensor]:
+    def obj(x: torch.Tensor, i: int) -> torch.Tensor:
+        """Objective i alone, by the same operations as when all m were computed together (the same
+        values bit for bit), without computing the other m − 1 (as pymoo's vectorized DTLZ does)."""
         if which == 1:
             xm = x[m - 1 :] - 0.5
             g = 100.0 * (k + (xm**2 - torch.cos(20.0 * math.pi * xm)).sum())
-            out = []
-            for i in range(m):
-                f = 0.5 * (1.0 + g) * torch.prod(x[: m - 1 - i])
-                if i > 0:
-                    f = f * (1.0 - x[m - 1 - i])
-                out.append(f)
-            return out
+            f = 0.5 * (1.0 + g) * torch.prod(x[: m - 1 - i])
+            if i > 0:
+                f = f * (1.0 - x[m - 1 - i])
+            return f
+        if i < m - 1:
+            return x[i]
         g = 1.0 + 9.0 / k * x[-k:].sum()
         f = x[: m - 1]
         h = m - (f / (1.0 + g) * (1.0 + torch.sin(3.0 * math.pi * f))).sum()
-        return [*list(f), (1.0 + g) * h]
+        return (1.0 + g) * h
 
     objectives = tuple(
-        (f"f{i + 1}", _tf(lambda v, batch=None, i=i: objs(v["x"])[i], f"dtlz{which} f{i + 1}")) for i in range(m)
+        (f"f{i + 1}", _tf(lambda v, batch=None, i=i: obj(v["x"], i), f"dtlz{which} f{i + 1}")) for i in range(m)
     )
     return MultiObjectiveProblem(variables=(Variable("x", (n,), Domain("box", 0.0, 1.0)),), objectives=objectives)
