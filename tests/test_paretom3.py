@@ -311,6 +311,38 @@ def test_nondominated_mask_and_archive_match_all_pairs() -> None:
     want = S[all_pairs(S)]
     assert sorted(map(tuple, arch.all())) == sorted(map(tuple, want))
     assert arch.X is not None and np.array_equal(arch.X["x"], arch.all())
+    # batches large enough for the blocked dominance test (5 objectives, points near a sphere, ties)
+    arch, seen = Archive(), []
+    for t in range(6):
+        W = np.abs(rng.normal(size=(300, 5)))
+        F = W / np.linalg.norm(W, axis=1, keepdims=True) * (1 + 0.02 * rng.random((300, 1)))
+        if t:
+            F[:20] = seen[-1][:20]  # rows equal to earlier ones: the first kept
+        arch.add(torch.as_tensor(F), {"x": torch.as_tensor(F)})
+        seen.append(F)
+    S = np.concatenate(seen)
+    assert sorted(map(tuple, arch.all())) == sorted(map(tuple, S[all_pairs(S)]))
+    assert np.array_equal(arch.X["x"], arch.all())
+
+
+def test_weakly_dominated_blocks_match_the_full_matrix() -> None:
+    """The blocked "some row of P weakly dominates row j of Q" equals the full comparison matrix's any,
+    with ties, infinities and NaN, whatever the block size."""
+    from optlang.backends.multiobjective.metrics import weakly_dominated, weakly_dominates
+
+    rng = np.random.default_rng(5)
+    for t in range(80):
+        p, q, m = int(rng.integers(0, 400)), int(rng.integers(1, 400)), int(rng.integers(2, 6))
+        P = rng.integers(0, 4, (p, m)).astype(float) if t % 3 == 0 else rng.random((p, m))
+        Q = rng.integers(0, 4, (q, m)).astype(float) if t % 3 == 0 else rng.random((q, m))
+        Q[: min(p, q) // 3] = P[: min(p, q) // 3]
+        if t % 4 == 0:
+            for A in (P, Q):
+                A[rng.random(A.shape) < 0.03] = np.inf
+                A[rng.random(A.shape) < 0.03] = -np.inf
+                A[rng.random(A.shape) < 0.03] = np.nan
+        want = weakly_dominates(P, Q).any(0)
+        assert np.array_equal(weakly_dominated(P, Q, cells=int(rng.integers(16, 4000))), want), t
 
 
 def _curved_problem() -> tuple[MultiObjectiveProblem, np.ndarray]:

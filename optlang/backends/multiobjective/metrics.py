@@ -91,7 +91,7 @@ def weakly_dominated(P: np.ndarray, Q: np.ndarray, cells: int = 1 << 15) -> np.n
     """
     p, q = P.shape[0], Q.shape[0]
     if p * q <= 2 * cells:
-        return weakly_dominates(P, Q).any(0) if p else np.zeros(q, dtype=bool)
+        return np.asarray(weakly_dominates(P, Q).any(0), dtype=bool)
     PT, QT = np.ascontiguousarray(P.T), np.ascontiguousarray(Q.T)
     b = max(1, cells // q)
     hit = np.zeros(q, dtype=bool)
