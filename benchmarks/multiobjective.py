@@ -17,6 +17,7 @@ analytic (ZDT, DTLZ2): no data files are read. Usage: .venv/bin/python benchmark
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import sys
@@ -276,8 +277,20 @@ def run_pymoo(algo: str, pname: str, n: int, m: int, evals: int, seed: int) -> t
     return nondominated(np.asarray(F, dtype=np.float64)), int(res.algorithm.evaluator.n_eval), secs
 
 
+COLLECT = True  # part 2: a full garbage collection (untimed) before each timed run (--no-collect: none)
+
+
 def _timed(fn, *args):
-    """(result, wall seconds, CPU seconds of this process) of fn(*args)."""
+    """(result, wall seconds, CPU seconds of this process) of fn(*args).
+
+    Each run starts after a full garbage collection, outside the timing: with torch, scipy and pymoo
+    loaded a full collection costs ~0.1-0.2 s, and without one it lands on whichever run happens to
+    cross Python's threshold, billing one method for the objects that the runs before it left (seen:
+    the same paretom3 solve 0.25 s or 0.45 s CPU depending on what ran before it). Each run still pays
+    for the collections its own allocations trigger.
+    """
+    if COLLECT:
+        gc.collect()
     t, c = time.perf_counter(), time.process_time()
     out = fn(*args)
     return out, time.perf_counter() - t, time.process_time() - c
@@ -293,7 +306,8 @@ def _load() -> str:
 def part2(quick: bool, have_pymoo: bool, seeds: list[int], only: list[str] | None = None) -> None:
     print("\n## Part 2: fronts at equal evaluations (HV: reference = analytic front's nadir + 10 % of its range;")
     print("exact: mo_metrics for 2–3 objectives, moocore for 5; IGD to the analytic front)\n")
-    print(f"load average (1, 5, 15 min) at the start: {_load()}\n")
+    print(f"load average (1, 5, 15 min) at the start: {_load()}")
+    print(f"full garbage collection before each timed run: {'yes' if COLLECT else 'no (--no-collect)'}\n")
     print("| problem | seed | method | evaluations | front size | HV | HV / exact | IGD | wall s | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     summary: dict[str, dict[str, list]] = {}
@@ -370,6 +384,7 @@ def main() -> None:
     ap.add_argument("--no-pymoo", action="store_true", help="skip the pymoo columns")
     ap.add_argument("--seeds", default="0", help="part 2: comma-separated seeds of every method (default 0)")
     ap.add_argument("--only", default="", help="part 2: comma-separated problems (zdt1,...,dtlz2-5)")
+    ap.add_argument("--no-collect", action="store_true", help="part 2: no garbage collection before each timed run")
     args = ap.parse_args()
     try:
         import pymoo  # noqa: F401
@@ -389,6 +404,8 @@ def main() -> None:
             except ValueError:
                 PM3_SET[key] = val
     have_pymoo = have_pymoo and not args.no_pymoo
+    global COLLECT
+    COLLECT = not args.no_collect
     seeds = [0] if args.quick else [0, 1]
     print(f"# multiobjective benchmark ({'quick' if args.quick else 'full'}), torch {torch.__version__}, CPU")
     if args.part in ("1", "all"):
