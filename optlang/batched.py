@@ -58,6 +58,8 @@ def const_diff(a: Node, b: Node, path: Path = ()) -> list[Path] | None:
     None when the structures differ (another operation, shape or variable): such points cannot
     share one batched function.
     """
+    if a is b:  # a shared subtree (points substituted into one lowering: sweep_lower.py)
+        return []
     if type(a) is not type(b) or a.type.shape != b.type.shape:
         return None
     if isinstance(a, Const):
@@ -239,10 +241,11 @@ def lbfgs(
         done |= small | (calm >= 3)
         if bool(done.all()) or (should_stop is not None and should_stop()):
             break
-        # two-loop recursion, batched over rows (empty slots have R = 0 and contribute nothing)
+        # two-loop recursion, batched over rows (empty slots have R = 0 and contribute nothing; the
+        # slots never written yet, all but the last `it`, are skipped: adding their zeros is exact)
         q = g.clone()
         alphas = []
-        for j in range(history):
+        for j in range(min(it, history)):
             k = (head - 1 - j) % history
             a = R[k] * (S[k] * q).sum(1)
             q -= a[:, None] * Y[k]
