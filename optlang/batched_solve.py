@@ -87,10 +87,27 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
             value_and_grad(lambda z, rows: robust(layout.unpack(z), rows)), z0, max_iter=iters, tol=TOL["dro"]
         )
         raw_values = []  # the DRO branch only; the annotation above is the smooth branch's
+        with torch.no_grad():  # every point's float64 losses at its solution, in one call
+            losses = call_batched(be, layout.unpack(out.z)).detach().numpy()
+        rvs: list[Any] = [None] * B  # robust values from the batched duals (χ² bases), checked in the report
+        if all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members):
+            rows = np.nonzero(np.all(np.isfinite(losses), 1))[0]
+            if rows.size:
+                duals = dro_auto.BatchDuals(members, compiled[0].problem.n_samples)
+                for r, rv in zip(rows, duals.robust_values(losses[rows], rows, members), strict=True):
+                    rvs[r] = rv
         for b, (c, o) in enumerate(zip(compiled, opts, strict=True)):
             vals = layout.to_numpy(out.z, b)
             value, info, checks = solution_report(
-                c.problem, vals, o.regions, o.radius_rule, o.region_weights, o.outer_radius
+                c.problem,
+                vals,
+                o.regions,
+                o.radius_rule,
+                o.region_weights,
+                o.outer_radius,
+                losses=losses[b],
+                regions=members[b].regions,
+                rv=rvs[b],
             )
             raw_values.append(value)
             extra[b] = {"info": info, "checks": checks}

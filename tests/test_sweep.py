@@ -214,3 +214,44 @@ minimize mean((X @ w - y)^2) + 0.01 * sumsq(w)
         single = optlang.parse(text, params={"s": v}).solve(seed=0)
         assert r.values["w"] == pytest.approx(single.values["w"], rel=1e-4, abs=1e-6)
         assert r.values["w"] == pytest.approx([v, 2 * v, 3 * v], rel=5e-2)
+
+
+def test_batch_duals_of_global_balls_equal_robust_value() -> None:
+    # every member one region of all samples (the χ² radius sweep): the direct path, no scatter
+    rng = np.random.default_rng(2)
+    n = 300
+    L = rng.standard_normal((4, n)) ** 2
+    L[3] = 1.0  # ties everywhere: the point mass case
+    radii = [0.0, 0.05, 3.0, 0.5]
+    members = [Member(None, single_region(n, r), "chi2", "robust", r) for r in radii]
+    duals = BatchDuals(members, n)
+    assert duals.plain
+    rows = np.array([2, 0, 3, 1])
+    W = duals.weights(L[rows], rows)
+    for i, b in enumerate(rows):
+        rv = robust_value(L[b], members[b].regions, "chi2", "robust", radii[b])
+        assert np.allclose(W[i], rv.sample_weights, atol=1e-14)
+        assert W[i] @ L[b] == pytest.approx(rv.value, rel=1e-12)
+
+
+def test_batch_robust_values_equal_robust_value() -> None:
+    # the batched sweep's report takes its robust values from the batched duals: equal to robust_value
+    rng = np.random.default_rng(3)
+    n = 240
+    y = rng.standard_normal(n) ** 3
+    L = rng.standard_normal((4, n)) ** 2
+    members = [
+        Member(None, make_regions(y, 8, 0.2), "chi2", "robust", 0.2),
+        Member(None, make_regions(y, 8, 2.5), "chi2", "robust", 2.5),
+        Member(None, make_regions(y, 5, 0.3), "chi2", "empirical", 0.0),
+        Member(None, single_region(n, 0.4), "chi2", "robust", 0.4),
+    ]
+    rows = np.array([3, 1, 0, 2])
+    got = BatchDuals(members, n).robust_values(L[rows], rows, members)
+    for i, b in enumerate(rows):
+        m = members[b]
+        rv = robust_value(L[b], m.regions, m.base, m.mix, m.outer)
+        assert got[i].value == pytest.approx(rv.value, rel=1e-12)
+        assert np.allclose(got[i].region_values, rv.region_values, rtol=1e-12, atol=0)
+        assert np.allclose(got[i].region_weights, rv.region_weights, atol=1e-14)
+        assert np.allclose(got[i].sample_weights, rv.sample_weights, atol=1e-14)
