@@ -170,7 +170,7 @@ class BatchDuals:
         pos = np.full(self.B, -1)
         pos[rows] = np.arange(rows.size)
         sel = np.nonzero(pos[self.owner] >= 0)[0]
-        owner, gidx, valid, gk = pos[self.owner[sel]], self.gidx[sel], self.valid[sel], self.gk[sel]
+        owner, gidx, gk = pos[self.owner[sel]], self.gidx[sel], self.gk[sel]
         vals, q = chi2_dual_batch(L[owner[:, None], gidx], self.P[sel], self.radius[sel])
         V = np.zeros((rows.size, self.kmax))
         V[owner, gk] = vals
