@@ -154,17 +154,22 @@ class vmap_or_rows:  # noqa: N801 (used like a function: vmap_or_rows(fn)(x))
         return torch.stack([self.fn(x[b]) for b in range(x.shape[0])])
 
 
+# up to this many rows, calling the unbatched function row by row costs less than one vmap call
+# (vmap's fixed cost is several single calls; the tail of a batched L-BFGS runs a few rows)
+LOOP_ROWS = 2
+
+
 def call_batched(be: BatchedExpr, env: Mapping[str, torch.Tensor], rows: torch.Tensor | None = None) -> torch.Tensor:
     """Evaluate a BatchedExpr for the members `rows` (all if None; `env` holds those rows only);
     falls back to a row loop (and remembers it) if vmap cannot batch an atom."""
     consts = be.consts if rows is None else {k: v[rows] for k, v in be.consts.items()}
     full = {**env, **consts}
-    if be.vectorized:
+    B = next(iter(full.values())).shape[0]
+    if be.vectorized and B > LOOP_ROWS:
         try:
             return be.fn(full)
         except (RuntimeError, NotImplementedError):
             be.vectorized = False
-    B = next(iter(full.values())).shape[0]
     return torch.stack([be.single({k: v[b] for k, v in full.items()}) for b in range(B)])
 
 
@@ -338,8 +343,16 @@ def path_lbfgs(fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int
     anchors = torch.unique(torch.cat([torch.arange(0, B, stride), torch.tensor([B - 1])]))
     pre = lbfgs(lambda z, rows: fun(z, anchors[rows]), z0[anchors], max_iter=max_iter, **kw)
     nearest = torch.argmin((torch.arange(B)[:, None] - anchors[None, :]).abs(), 1)
-    ok = torch.as_tensor(pre.finite)[nearest]
+    fin = torch.as_tensor(pre.finite)
+    ok = fin[nearest]
     start = torch.where(ok[:, None], pre.z[nearest], z0)
+    # between two solved anchors: their linear interpolation along the grid index (a solution path is
+    # smooth in its parameter between grid points)
+    left = torch.clamp(torch.searchsorted(anchors, torch.arange(B), right=True) - 1, 0, anchors.numel() - 2)
+    lo, hi = anchors[left], anchors[left + 1]
+    alpha = ((torch.arange(B) - lo) / (hi - lo)).to(z0.dtype)[:, None]
+    both = (fin[left] & fin[left + 1])[:, None]
+    start = torch.where(both, (1 - alpha) * pre.z[left] + alpha * pre.z[left + 1], start)
     out = lbfgs(fun, start, max_iter=max_iter, **kw)
     out.iterations = out.iterations + pre.iterations[nearest.numpy()]
     return out

@@ -94,8 +94,8 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
             rows = np.nonzero(np.all(np.isfinite(losses), 1))[0]
             if rows.size:
                 duals = dro_auto.BatchDuals(members, compiled[0].problem.n_samples)
-                for r, robust in zip(rows, duals.robust_values(losses[rows], rows, members), strict=True):
-                    rvs[r] = robust
+                for r, point_rv in zip(rows, duals.robust_values(losses[rows], rows, members), strict=True):
+                    rvs[r] = point_rv
         for b, (c, o) in enumerate(zip(compiled, opts, strict=True)):
             vals = layout.to_numpy(out.z, b)
             value, info, checks = solution_report(
