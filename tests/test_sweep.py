@@ -255,3 +255,44 @@ def test_batch_robust_values_equal_robust_value() -> None:
         assert np.allclose(got[i].region_values, rv.region_values, rtol=1e-12, atol=0)
         assert np.allclose(got[i].region_weights, rv.region_weights, atol=1e-14)
         assert np.allclose(got[i].sample_weights, rv.sample_weights, atol=1e-14)
+
+
+def test_dro_sweep_closed_form_linear_losses_equal_the_autograd_path(monkeypatch) -> None:
+    # ℓ = (X w + b − y)²: losses and gradient in closed form; the same points as through the model's
+    # own (vmapped, autograd) function
+    import optlang.batched_solve as bs
+
+    text = DRO.replace("{AMB}", "target_conditional(chi2, radius = r, by = y, bins = 5)")
+    radii = [0.0, 0.1, 0.5, 2.0]
+    fast = optlang.parse(text).sweep({"r": radii})
+    assert "linear residuals in closed form" in fast.plan
+    monkeypatch.setattr(bs, "_linear_losses", lambda *a: None)
+    slow = optlang.parse(text).sweep({"r": radii})
+    assert "closed form" not in slow.plan
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert a.ok and b.ok
+        assert a.objective == pytest.approx(b.objective, rel=1e-7)
+
+
+def test_dro_sweep_of_a_nonlinear_loss_uses_the_model_function() -> None:
+    text = DRO.replace("(X @ w + b - y)^2", "log(1 + (X @ w + b - y)^2)").replace("{AMB}", "chi2(radius = r)")
+    radii = [0.05, 0.4]
+    sw = optlang.parse(text).sweep({"r": radii})
+    assert sw.batched and "closed form" not in sw.plan
+    for r, res in zip(radii, sw.results, strict=True):
+        single = optlang.parse(text, params={"r": r}).solve(seed=0)
+        assert res.ok and res.objective == pytest.approx(single.objective, rel=1e-5)
+
+
+def test_closed_form_losses_that_disagree_with_the_model_are_not_used(monkeypatch) -> None:
+    import optlang.batched_solve as bs
+
+    orig = bs._LinearLosses.__call__
+
+    def off(self, z):  # a closed form off by 1e-9: the probe against the model's function refuses it
+        L, dL = orig(self, z)
+        return L * (1 + 1e-9), dL
+
+    monkeypatch.setattr(bs._LinearLosses, "__call__", off)
+    sw = optlang.parse(DRO.replace("{AMB}", "chi2(radius = r)")).sweep({"r": [0.1, 0.3]})
+    assert sw.batched and "closed form" not in sw.plan

@@ -181,22 +181,19 @@ class BatchDuals:
         return value, V, W[:, : self.n], a
 
 
-def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any:
-    """objective(vars) -> (B,) exact robust values: Σ_i w_bi ℓ_bi with member b's worst-case
-    weights solved in float64 on its detached losses (Danskin's gradient), weight 0 off its subset.
-    χ² members with robust/empirical/balanced mixes are solved all at once (BatchDuals)."""
+def robust_batch_weights(members: list[Member], n: int) -> Any:
+    """weights(L (R, N) float64, rows) -> (R, N): member rows[i]'s exact worst-case weights at its
+    losses L[i], 0 off its subset, NaN rows where a loss is not finite. χ² members with
+    robust/empirical/balanced mixes are solved all at once (BatchDuals), others one by one."""
     fast = all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members)
     duals = BatchDuals(members, n) if fast else None
 
-    def objective(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
-        L = losses_of(values, rows)  # (R, N)
-        Lnp = L.detach().to("cpu", torch.float64).numpy()
+    def weights(Lnp: np.ndarray, r: np.ndarray) -> np.ndarray:
         bad = ~np.all(np.isfinite(Lnp), 1)
-        r = rows.cpu().numpy()
         if duals is not None:
-            W = duals.weights(np.where(bad[:, None], 0.0, Lnp), r)
+            W = duals.weights(np.where(bad[:, None], 0.0, Lnp) if bad.any() else Lnp, r)
             W[bad] = np.nan
-            return (torch.as_tensor(W, dtype=L.dtype, device=L.device) * L).sum(1)
+            return W
         W = np.zeros_like(Lnp)
         for b, mb in enumerate(r):
             m = members[mb]
@@ -209,6 +206,19 @@ def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any
                 W[b] = rv.sample_weights
             else:
                 W[b, m.idx] = rv.sample_weights
+        return W
+
+    return weights
+
+
+def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any:
+    """objective(vars) -> (B,) exact robust values: Σ_i w_bi ℓ_bi with member b's worst-case
+    weights solved in float64 on its detached losses (Danskin's gradient), weight 0 off its subset."""
+    weights = robust_batch_weights(members, n)
+
+    def objective(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
+        L = losses_of(values, rows)  # (R, N)
+        W = weights(L.detach().to("cpu", torch.float64).numpy(), rows.cpu().numpy())
         return (torch.as_tensor(W, dtype=L.dtype, device=L.device) * L).sum(1)
 
     return objective
