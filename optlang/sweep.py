@@ -262,19 +262,21 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
     def full(p: dict[str, float]) -> Any:
         return optlang.parse(src.text, base_dir=src.base_dir, params={**params, **p}, data=data, path=src.path)
 
-    first = full(points[0])
-    if first.kind not in ("smooth", "dro", "ising", "maxcut", *BATCHED_KINDS):
-        return [first] + [full(p) for p in points[1:]]
-    tree = parse_tree(src)
+    batched_kinds = ("smooth", "dro", "ising", "maxcut", *BATCHED_KINDS)
+    tree = parse_tree(src)  # the text was checked (size, nesting) when the model was parsed
     subst = Substitution.trace(src, tree, points[0], params, data) if len(points) > 1 else None
     if subst is not None:  # lowered once: every point is the first's IR with its own swept values
         try:
             out = [subst.model(p, params, data) for p in points]
         except OptlangError as e:
             raise e.with_source(src) from None
-        for m in out:
-            _refine_ising(m)
-        return out
+        if out[0].kind in batched_kinds:
+            for m in out:
+                _refine_ising(m)
+            return out
+    first = full(points[0])
+    if first.kind not in batched_kinds:
+        return [first] + [full(p) for p in points[1:]]
     out = [first]
     reuse = point_free_params(src, tree, points, params, data)
     for p in points[1:]:
