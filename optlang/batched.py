@@ -343,16 +343,8 @@ def path_lbfgs(fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int
     anchors = torch.unique(torch.cat([torch.arange(0, B, stride), torch.tensor([B - 1])]))
     pre = lbfgs(lambda z, rows: fun(z, anchors[rows]), z0[anchors], max_iter=max_iter, **kw)
     nearest = torch.argmin((torch.arange(B)[:, None] - anchors[None, :]).abs(), 1)
-    fin = torch.as_tensor(pre.finite)
-    ok = fin[nearest]
+    ok = torch.as_tensor(pre.finite)[nearest]
     start = torch.where(ok[:, None], pre.z[nearest], z0)
-    # between two solved anchors: their linear interpolation along the grid index (a solution path is
-    # smooth in its parameter between grid points)
-    left = torch.clamp(torch.searchsorted(anchors, torch.arange(B), right=True) - 1, 0, anchors.numel() - 2)
-    lo, hi = anchors[left], anchors[left + 1]
-    alpha = ((torch.arange(B) - lo) / (hi - lo)).to(z0.dtype)[:, None]
-    both = (fin[left] & fin[left + 1])[:, None]
-    start = torch.where(both, (1 - alpha) * pre.z[left] + alpha * pre.z[left + 1], start)
     out = lbfgs(fun, start, max_iter=max_iter, **kw)
     out.iterations = out.iterations + pre.iterations[nearest.numpy()]
     return out
