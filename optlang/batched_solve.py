@@ -187,11 +187,11 @@ def _linear_losses(be: Any, node: Any, layout: Layout, z0: torch.Tensor) -> _Lin
     """The closed form of a per-sample loss φ(X @ w + b − y) shared by every point (no swept constant in
     it) over exactly the variables w and b; None otherwise. Checked once against the model's own
     function at a seeded random point (the same losses to 1e-12), else None."""
-    from optlang.compiler import _linear_residual
+    from optlang.compiler import linear_residual
 
     if be.consts or not be.vectorized:
         return None
-    lin = _linear_residual(node, samples=False)
+    lin = linear_residual(node, samples=False)
     if lin is None:
         return None
     X, y, w, b, phi = lin

@@ -229,7 +229,7 @@ def wasserstein_batch_objective(losses_of: Any, members: list[Member], n: int, l
     on its training rows: abs loss: mean|r| + ρ‖w‖₂; square, p = 2: (√mean r² + ρ‖w‖₂)²; square,
     p = 1, ρ > 0: finite only at w = 0, whose fit (w = 0, the bias at the rows' mean target) is the
     minimizer of ‖w‖² + (b − ȳ)². Members of the `chi2` base are ERM references (radius 0). The
-    losses ℓ_i are φ(r_i), which is what makes the model linear-residual (compiler._linear_residual)."""
+    losses ℓ_i are φ(r_i), which is what makes the model linear-residual (compiler.linear_residual)."""
     B = len(members)
     M = np.zeros((B, n))
     ybar = np.zeros(B)
