@@ -210,6 +210,8 @@ class LBFGSOutcome:
     iterations: np.ndarray  # (B,) iterations each row ran
     converged: np.ndarray  # (B,) bool: the row met its stopping test
     finite: np.ndarray  # (B,) bool
+    # the curvature memory at the end, for a warm start: (S, Y, R, gamma, head, slots written)
+    memory: tuple[Any, ...] | None = None
 
 
 def lbfgs(
@@ -220,14 +222,17 @@ def lbfgs(
     gtol: float = 1e-9,
     history: int = 20,
     should_stop: Callable[[], bool] | None = None,
+    memory: tuple[Any, ...] | None = None,
 ) -> LBFGSOutcome:
     """Minimize B independent smooth (or Danskin-smooth) functions at once.
 
     Per row: two-loop recursion on its own (s, y) pairs, a unit (first step: 1/‖g‖) Armijo
     backtracking step, and a stop when ‖g‖∞ ≤ gtol·max(1, |f|) or the relative decrease stays
     below `tol` for 3 iterations. Converged rows are frozen; the loop ends when all rows are.
-    The bookkeeping runs in numpy on the host (its (B, d) arrays are small and numpy's per-operation
-    cost is a fraction of torch's); `fun` gets and returns torch tensors on z0's device and dtype.
+    `memory` (an outcome's, rows matched) starts the rows with those curvature pairs and a unit
+    first step instead of an empty memory. The bookkeeping runs in numpy on the host (its (B, d)
+    arrays are small and numpy's per-operation cost is a fraction of torch's); `fun` gets and
+    returns torch tensors on z0's device and dtype.
     """
     device = z0.device
 
@@ -243,11 +248,15 @@ def lbfgs(
     Y = np.zeros_like(S)
     R = np.zeros((history, B), dtype=z.dtype)  # 1 / (s·y); 0 = empty slot
     gamma = np.ones(B, dtype=z.dtype)
+    head, written = 0, 0
+    if memory is not None:
+        S, Y, R, gamma = (np.array(a, dtype=z.dtype) for a in memory[:4])
+        head, written = int(memory[4]), int(memory[5])
     calm = np.zeros(B, dtype=np.int64)
     iters = np.zeros(B, dtype=np.int64)
     done = ~np.isfinite(f)
-    head = 0
     t_last = np.ones(B, dtype=z.dtype)
+    it = -1
     for it in range(max_iter):
         small = np.abs(g).max(1) <= gtol * np.maximum(np.abs(f), 1.0)
         done |= small | (calm >= 3)
@@ -257,7 +266,7 @@ def lbfgs(
         # slots never written yet, all but the last `it`, are skipped: adding their zeros is exact)
         q = g.copy()
         steps = []
-        for j in range(min(it, history)):
+        for j in range(min(it + written, history)):
             k = (head - 1 - j) % history
             a = R[k] * (S[k] * q).sum(1)
             q -= a[:, None] * Y[k]
@@ -275,7 +284,7 @@ def lbfgs(
         # first trial step: 1, or 4× the row's last accepted step when that was shorter (nonsmooth
         # kinks make unit quasi-Newton steps fail repeatedly; this saves the re-backtracking)
         t = np.minimum(4.0 * t_last, 1.0)
-        if it == 0:
+        if it == 0 and written == 0:
             t = np.minimum(1.0 / np.maximum(np.abs(g).sum(1), 1e-300), 1.0)
         t[done] = 0.0
         # Armijo with room for rounding (values equal to 1e-14 relative count as no increase);
@@ -317,7 +326,9 @@ def lbfgs(
     done |= small | (calm >= 3)
     # a value 1e12 times the start's (or non-finite) is taken as unbounded below: the row diverged
     fin = np.isfinite(f) & np.isfinite(z).all(1) & (np.abs(f) <= 1e12 * np.maximum(f_start, 1.0))
-    return LBFGSOutcome(torch.from_numpy(z).to(device), torch.from_numpy(f).to(device), iters, done & fin, fin)
+    out = LBFGSOutcome(torch.from_numpy(z).to(device), torch.from_numpy(f).to(device), iters, done & fin, fin)
+    out.memory = (S, Y, R, gamma, head, min(written + it + 1, history))
+    return out
 
 
 def value_and_grad(objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> BatchFun:
@@ -333,7 +344,9 @@ def value_and_grad(objective: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
     return fun
 
 
-def path_lbfgs(fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int = 8, **kw: Any) -> LBFGSOutcome:
+def path_lbfgs(
+    fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int = 8, carry: bool = False, **kw: Any
+) -> LBFGSOutcome:
     """`lbfgs` warm-started along the path: first every `stride`-th row (and the last) from z0, then
     every row from its nearest solved anchor (rows in grid order are neighbours on the path).
     Small batches (< 2·stride rows) run `lbfgs` directly. Iterations count both phases."""
@@ -345,6 +358,14 @@ def path_lbfgs(fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int
     nearest = torch.argmin((torch.arange(B)[:, None] - anchors[None, :]).abs(), 1)
     ok = torch.as_tensor(pre.finite)[nearest]
     start = torch.where(ok[:, None], pre.z[nearest], z0)
-    out = lbfgs(fun, start, max_iter=max_iter, **kw)
+    memory = None
+    if carry and pre.memory is not None:  # each row also starts with its anchor's curvature pairs
+        S, Y, R, gamma, head, written = pre.memory
+        keep = ok.numpy()
+        n = nearest.numpy()
+        S, Y = S[:, n] * keep[None, :, None], Y[:, n] * keep[None, :, None]
+        R, gamma = R[:, n] * keep[None, :], np.where(keep, gamma[n], 1.0)
+        memory = (S, Y, R, gamma, head, written)
+    out = lbfgs(fun, start, max_iter=max_iter, memory=memory, **kw)
     out.iterations = out.iterations + pre.iterations[nearest.numpy()]
     return out

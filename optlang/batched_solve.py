@@ -60,7 +60,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         def objective(z: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
             return sign[rows] * call_batched(be, layout.unpack(z), rows)
 
-        out = path_lbfgs(value_and_grad(objective), z0, max_iter=iters, tol=TOL["smooth"])
+        out = path_lbfgs(value_and_grad(objective), z0, max_iter=iters, tol=TOL["smooth"], carry=True)
         raw_values: list[float | None] = [None] * B
     elif kind == "dro":
         from optlang.backends.dro import auto as dro_auto
