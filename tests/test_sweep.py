@@ -296,3 +296,17 @@ def test_closed_form_losses_that_disagree_with_the_model_are_not_used(monkeypatc
     monkeypatch.setattr(bs._LinearLosses, "__call__", off)
     sw = optlang.parse(DRO.replace("{AMB}", "chi2(radius = r)")).sweep({"r": [0.1, 0.3]})
     assert sw.batched and "closed form" not in sw.plan
+
+
+def test_long_ridge_path_warm_started_with_curvature_equals_closed_form() -> None:
+    # ≥ 16 points: anchors first, then every row from its anchor's solution and curvature pairs
+    lams = np.logspace(-3, 1, 20)
+    m = optlang.parse(RIDGE)
+    sw = m.sweep({"lam": lams})
+    assert sw.batched
+    X, y = m.ir.params["X"], m.ir.params["y"]
+    N = len(y)
+    for lam, r in zip(lams, sw.results, strict=True):
+        assert r.ok and r.status.value == "converged"
+        w = np.linalg.solve(X.T @ X / N + lam * np.eye(X.shape[1]), X.T @ y / N)
+        assert np.allclose(r.values["w"], w, atol=1e-7)
