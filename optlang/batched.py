@@ -58,6 +58,8 @@ def const_diff(a: Node, b: Node, path: Path = ()) -> list[Path] | None:
     None when the structures differ (another operation, shape or variable): such points cannot
     share one batched function.
     """
+    if a is b:  # a shared subtree (points substituted into one lowering: sweep_lower.py)
+        return []
     if type(a) is not type(b) or a.type.shape != b.type.shape:
         return None
     if isinstance(a, Const):
@@ -152,17 +154,22 @@ class vmap_or_rows:  # noqa: N801 (used like a function: vmap_or_rows(fn)(x))
         return torch.stack([self.fn(x[b]) for b in range(x.shape[0])])
 
 
+# up to this many rows, calling the unbatched function row by row costs less than one vmap call
+# (vmap's fixed cost is several single calls; the tail of a batched L-BFGS runs a few rows)
+LOOP_ROWS = 2
+
+
 def call_batched(be: BatchedExpr, env: Mapping[str, torch.Tensor], rows: torch.Tensor | None = None) -> torch.Tensor:
     """Evaluate a BatchedExpr for the members `rows` (all if None; `env` holds those rows only);
     falls back to a row loop (and remembers it) if vmap cannot batch an atom."""
     consts = be.consts if rows is None else {k: v[rows] for k, v in be.consts.items()}
     full = {**env, **consts}
-    if be.vectorized:
+    B = next(iter(full.values())).shape[0]
+    if be.vectorized and B > LOOP_ROWS:
         try:
             return be.fn(full)
         except (RuntimeError, NotImplementedError):
             be.vectorized = False
-    B = next(iter(full.values())).shape[0]
     return torch.stack([be.single({k: v[b] for k, v in full.items()}) for b in range(B)])
 
 
@@ -203,6 +210,8 @@ class LBFGSOutcome:
     iterations: np.ndarray  # (B,) iterations each row ran
     converged: np.ndarray  # (B,) bool: the row met its stopping test
     finite: np.ndarray  # (B,) bool
+    # the curvature memory at the end, for a warm start: (S, Y, R, gamma, head, slots written)
+    memory: tuple[Any, ...] | None = None
 
 
 def lbfgs(
@@ -213,96 +222,113 @@ def lbfgs(
     gtol: float = 1e-9,
     history: int = 20,
     should_stop: Callable[[], bool] | None = None,
+    memory: tuple[Any, ...] | None = None,
 ) -> LBFGSOutcome:
     """Minimize B independent smooth (or Danskin-smooth) functions at once.
 
     Per row: two-loop recursion on its own (s, y) pairs, a unit (first step: 1/‖g‖) Armijo
     backtracking step, and a stop when ‖g‖∞ ≤ gtol·max(1, |f|) or the relative decrease stays
     below `tol` for 3 iterations. Converged rows are frozen; the loop ends when all rows are.
+    `memory` (an outcome's, rows matched) starts the rows with those curvature pairs and a unit
+    first step instead of an empty memory. The bookkeeping runs in numpy on the host (its (B, d)
+    arrays are small and numpy's per-operation cost is a fraction of torch's); `fun` gets and
+    returns torch tensors on z0's device and dtype.
     """
-    z = z0.clone()
+    device = z0.device
+
+    def fun_np(zr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        fr, gr = fun(torch.from_numpy(zr).to(device), torch.from_numpy(idx).to(device))
+        return fr.detach().cpu().numpy(), gr.detach().cpu().numpy()
+
+    z = z0.detach().cpu().numpy().copy()
     B, d = z.shape
-    f, g = fun(z, torch.arange(B))
-    f_start = f.abs().clone()
-    S = torch.zeros(history, B, d, dtype=z.dtype, device=z.device)
-    Y = torch.zeros_like(S)
-    R = torch.zeros(history, B, dtype=z.dtype, device=z.device)  # 1 / (s·y); 0 = empty slot
-    gamma = torch.ones(B, dtype=z.dtype, device=z.device)
-    active = torch.isfinite(f)
-    calm = torch.zeros(B, dtype=torch.long, device=z.device)
-    iters = torch.zeros(B, dtype=torch.long, device=z.device)
-    done = ~active
-    head = 0
-    t_last = torch.ones(B, dtype=z.dtype, device=z.device)
+    f, g = fun_np(z, np.arange(B))
+    f_start = np.abs(f)
+    S = np.zeros((history, B, d), dtype=z.dtype)
+    Y = np.zeros_like(S)
+    R = np.zeros((history, B), dtype=z.dtype)  # 1 / (s·y); 0 = empty slot
+    gamma = np.ones(B, dtype=z.dtype)
+    head, written = 0, 0
+    if memory is not None:
+        S, Y, R, gamma = (np.array(a, dtype=z.dtype) for a in memory[:4])
+        head, written = int(memory[4]), int(memory[5])
+    calm = np.zeros(B, dtype=np.int64)
+    iters = np.zeros(B, dtype=np.int64)
+    done = ~np.isfinite(f)
+    t_last = np.ones(B, dtype=z.dtype)
+    it = -1
     for it in range(max_iter):
-        small = g.abs().amax(1) <= gtol * torch.clamp(f.abs(), min=1.0)
+        small = np.abs(g).max(1) <= gtol * np.maximum(np.abs(f), 1.0)
         done |= small | (calm >= 3)
         if bool(done.all()) or (should_stop is not None and should_stop()):
             break
-        # two-loop recursion, batched over rows (empty slots have R = 0 and contribute nothing)
-        q = g.clone()
-        alphas = []
-        for j in range(history):
+        # two-loop recursion, batched over rows (empty slots have R = 0 and contribute nothing; the
+        # slots never written yet, all but the last `it`, are skipped: adding their zeros is exact)
+        q = g.copy()
+        steps = []
+        for j in range(min(it + written, history)):
             k = (head - 1 - j) % history
             a = R[k] * (S[k] * q).sum(1)
             q -= a[:, None] * Y[k]
-            alphas.append((k, a))
+            steps.append((k, a))
         r = gamma[:, None] * q
-        for k, a in reversed(alphas):
+        for k, a in reversed(steps):
             b = R[k] * (Y[k] * r).sum(1)
             r += S[k] * (a - b)[:, None]
         p = -r
         slope = (p * g).sum(1)
-        bad = ~(slope < 0) | ~torch.isfinite(slope)
+        bad = ~(slope < 0) | ~np.isfinite(slope)
         if bool(bad.any()):  # not a descent direction: steepest descent for those rows
             p[bad] = -g[bad]
             slope = (p * g).sum(1)
         # first trial step: 1, or 4× the row's last accepted step when that was shorter (nonsmooth
         # kinks make unit quasi-Newton steps fail repeatedly; this saves the re-backtracking)
-        t = torch.clamp(4.0 * t_last, max=1.0)
-        if it == 0:
-            t = torch.clamp(1.0 / torch.clamp(g.abs().sum(1), min=1e-300), max=1.0)
+        t = np.minimum(4.0 * t_last, 1.0)
+        if it == 0 and written == 0:
+            t = np.minimum(1.0 / np.maximum(np.abs(g).sum(1), 1e-300), 1.0)
         t[done] = 0.0
         # Armijo with room for rounding (values equal to 1e-14 relative count as no increase);
         # only the rows still searching are evaluated again
-        slack = 1e-14 * torch.clamp(f.abs(), min=1.0)
-        zn, fn_, gn = z.clone(), f.clone(), g.clone()
+        slack = 1e-14 * np.maximum(np.abs(f), 1.0)
+        zn, fn_, gn = z.copy(), f.copy(), g.copy()
         pending = ~done
         for _ in range(30):
-            idx = torch.nonzero(pending).flatten()
-            if idx.numel() == 0:
+            idx = np.flatnonzero(pending)
+            if idx.size == 0:
                 break
             zt = z[idx] + t[idx, None] * p[idx]
-            ft, gt = fun(zt, idx)
-            ok = (ft <= f[idx] + 1e-4 * t[idx] * slope[idx] + slack[idx]) & torch.isfinite(ft)
+            ft, gt = fun_np(zt, idx)
+            ok = (ft <= f[idx] + 1e-4 * t[idx] * slope[idx] + slack[idx]) & np.isfinite(ft)
             acc = idx[ok]
             zn[acc], fn_[acc], gn[acc] = zt[ok], ft[ok], gt[ok]
             pending[acc] = False
             t[idx[~ok]] *= 0.25
         t[pending] = 0.0
         moved = (t > 0) & ~done
-        t_last = torch.where(moved, t, t_last)
+        t_last = np.where(moved, t, t_last)
         done |= ~moved  # no decrease along a descent direction: the row is at its numerical optimum
         s = zn - z
         y = gn - g
         sy = (s * y).sum(1)
-        store = moved & (sy > 1e-12 * (s * s).sum(1).sqrt() * (y * y).sum(1).sqrt())
-        S[head] = torch.where(store[:, None], s, torch.zeros_like(s))
-        Y[head] = torch.where(store[:, None], y, torch.zeros_like(y))
-        R[head] = torch.where(store, 1.0 / torch.where(store, sy, torch.ones_like(sy)), torch.zeros_like(sy))
-        gamma = torch.where(store, sy / torch.clamp((y * y).sum(1), min=1e-300), gamma)
+        store = moved & (sy > 1e-12 * np.sqrt((s * s).sum(1)) * np.sqrt((y * y).sum(1)))
+        S[head] = np.where(store[:, None], s, 0.0)
+        Y[head] = np.where(store[:, None], y, 0.0)
+        R[head] = np.where(store, 1.0 / np.where(store, sy, 1.0), 0.0)
+        gamma = np.where(store, sy / np.maximum((y * y).sum(1), 1e-300), gamma)
         head = (head + 1) % history
-        rel = (f - fn_).abs() <= tol * torch.clamp(fn_.abs(), min=1.0)
-        calm = torch.where(moved, torch.where(rel, calm + 1, torch.zeros_like(calm)), calm)
-        z = torch.where(moved[:, None], zn, z)
-        f = torch.where(moved, fn_, f)
-        g = torch.where(moved[:, None], gn, g)
-        iters += (~done).long()
-    small = g.abs().amax(1) <= gtol * torch.clamp(f.abs(), min=1.0)
+        rel = np.abs(f - fn_) <= tol * np.maximum(np.abs(fn_), 1.0)
+        calm = np.where(moved, np.where(rel, calm + 1, 0), calm)
+        z = np.where(moved[:, None], zn, z)
+        f = np.where(moved, fn_, f)
+        g = np.where(moved[:, None], gn, g)
+        iters += ~done
+    small = np.abs(g).max(1) <= gtol * np.maximum(np.abs(f), 1.0)
     done |= small | (calm >= 3)
     # a value 1e12 times the start's (or non-finite) is taken as unbounded below: the row diverged
-    fin = torch.isfinite(f) & torch.isfinite(z).all(1) & (f.abs() <= 1e12 * torch.clamp(f_start, min=1.0))
-    return LBFGSOutcome(z, f, iters.cpu().numpy(), (done & fin).cpu().numpy(), fin.cpu().numpy())
+    fin = np.isfinite(f) & np.isfinite(z).all(1) & (np.abs(f) <= 1e12 * np.maximum(f_start, 1.0))
+    out = LBFGSOutcome(torch.from_numpy(z).to(device), torch.from_numpy(f).to(device), iters, done & fin, fin)
+    out.memory = (S, Y, R, gamma, head, min(written + it + 1, history))
+    return out
 
 
 def value_and_grad(objective: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> BatchFun:
@@ -318,7 +344,9 @@ def value_and_grad(objective: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
     return fun
 
 
-def path_lbfgs(fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int = 8, **kw: Any) -> LBFGSOutcome:
+def path_lbfgs(
+    fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int = 8, carry: bool = False, **kw: Any
+) -> LBFGSOutcome:
     """`lbfgs` warm-started along the path: first every `stride`-th row (and the last) from z0, then
     every row from its nearest solved anchor (rows in grid order are neighbours on the path).
     Small batches (< 2·stride rows) run `lbfgs` directly. Iterations count both phases."""
@@ -330,6 +358,14 @@ def path_lbfgs(fun: BatchFun, z0: torch.Tensor, max_iter: int = 500, stride: int
     nearest = torch.argmin((torch.arange(B)[:, None] - anchors[None, :]).abs(), 1)
     ok = torch.as_tensor(pre.finite)[nearest]
     start = torch.where(ok[:, None], pre.z[nearest], z0)
-    out = lbfgs(fun, start, max_iter=max_iter, **kw)
+    memory = None
+    if carry and pre.memory is not None:  # each row also starts with its anchor's curvature pairs
+        S, Y, R, gamma, head, written = pre.memory
+        keep = ok.numpy()
+        n = nearest.numpy()
+        S, Y = S[:, n] * keep[None, :, None], Y[:, n] * keep[None, :, None]
+        R, gamma = R[:, n] * keep[None, :], np.where(keep, gamma[n], 1.0)
+        memory = (S, Y, R, gamma, head, written)
+    out = lbfgs(fun, start, max_iter=max_iter, memory=memory, **kw)
     out.iterations = out.iterations + pre.iterations[nearest.numpy()]
     return out

@@ -52,6 +52,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
     B = len(models)
     z0 = layout.pack([start] * B)
     iters = max_iter if max_iter is not None else 1000
+    linear: Any = None
     extra: list[dict[str, Any]] = [{} for _ in models]
     if kind == "smooth":
         sign = torch.tensor([-1.0 if o.form == "maximize" else 1.0 for o in obj], dtype=torch.float64)
@@ -59,7 +60,7 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         def objective(z: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
             return sign[rows] * call_batched(be, layout.unpack(z), rows)
 
-        out = path_lbfgs(value_and_grad(objective), z0, max_iter=iters, tol=TOL["smooth"])
+        out = path_lbfgs(value_and_grad(objective), z0, max_iter=iters, tol=TOL["smooth"], carry=True)
         raw_values: list[float | None] = [None] * B
     elif kind == "dro":
         from optlang.backends.dro import auto as dro_auto
@@ -80,17 +81,44 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
             outer = p.ambiguity.radius if o.outer_radius < 0 else o.outer_radius
             members.append(dro_auto.Member(None, regions, base, resolve_mix(o.region_weights, base), outer))
             opts.append(o)
-        robust = dro_auto.robust_batch_objective(
-            lambda env, rows: call_batched(be, env, rows), members, compiled[0].problem.n_samples
-        )
-        out = path_lbfgs(
-            value_and_grad(lambda z, rows: robust(layout.unpack(z), rows)), z0, max_iter=iters, tol=TOL["dro"]
-        )
+        n = compiled[0].problem.n_samples
+        linear = _linear_losses(be, nodes[0], layout, z0)
+        if linear is not None:  # ℓ = φ(X w + b − y): losses and the Danskin gradient in closed form
+            weights = dro_auto.robust_batch_weights(members, n)
+
+            def robust_fun(z: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                L, dL = linear(z)
+                W = torch.from_numpy(weights(L.numpy(), rows.numpy()))
+                return (W * L).sum(1), linear.grad(W * dL)
+
+            out = path_lbfgs(robust_fun, z0, max_iter=iters, tol=TOL["dro"])
+        else:
+            robust = dro_auto.robust_batch_objective(lambda env, rows: call_batched(be, env, rows), members, n)
+            out = path_lbfgs(
+                value_and_grad(lambda z, rows: robust(layout.unpack(z), rows)), z0, max_iter=iters, tol=TOL["dro"]
+            )
         raw_values = []  # the DRO branch only; the annotation above is the smooth branch's
+        with torch.no_grad():  # every point's float64 losses at its solution, in one call
+            losses = call_batched(be, layout.unpack(out.z)).detach().numpy()
+        rvs: list[Any] = [None] * B  # robust values from the batched duals (χ² bases), checked in the report
+        if all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members):
+            rows = np.nonzero(np.all(np.isfinite(losses), 1))[0]
+            if rows.size:
+                duals = dro_auto.BatchDuals(members, compiled[0].problem.n_samples)
+                for r, point_rv in zip(rows, duals.robust_values(losses[rows], rows, members), strict=True):
+                    rvs[r] = point_rv
         for b, (c, o) in enumerate(zip(compiled, opts, strict=True)):
             vals = layout.to_numpy(out.z, b)
             value, info, checks = solution_report(
-                c.problem, vals, o.regions, o.radius_rule, o.region_weights, o.outer_radius
+                c.problem,
+                vals,
+                o.regions,
+                o.radius_rule,
+                o.region_weights,
+                o.outer_radius,
+                losses=losses[b],
+                regions=members[b].regions,
+                rv=rvs[b],
             )
             raw_values.append(value)
             extra[b] = {"info": info, "checks": checks}
@@ -123,7 +151,65 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         results.append(verify(m.ir, m.form, c, raw, the_plan, BACKEND, timing, ctx))
     note = (
         f"{B} points as one {kind} problem (vmapped {'objective' if kind == 'smooth' else 'losses'}"
-        f"{'' if be.vectorized else ', row loop: an atom without a batching rule'}, batched L-BFGS, float64; "
+        f"{'' if be.vectorized else ', row loop: an atom without a batching rule'}"
+        f"{', linear residuals in closed form' if linear is not None else ''}, batched L-BFGS, float64; "
         f"{int(out.converged.sum())} of {B} converged in ≤ {int(out.iterations.max())} iterations)"
     )
     return results, note
+
+
+class _LinearLosses:
+    """ℓ_i = φ(x_iᵀw + b − y_i), φ square or abs, for rows z = (w, b) of the layout: the losses and
+    dℓ/dr for every row with two matrix products, and the gradient Σ_i G_i ∂ℓ_i (G = weights · dℓ/dr)."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, phi: str, w_cols: slice, b_col: int | None, d: int) -> None:
+        self.X = torch.as_tensor(np.asarray(X, dtype=np.float64))
+        self.y = torch.as_tensor(np.asarray(y, dtype=np.float64).ravel())
+        self.phi, self.w_cols, self.b_col, self.d = phi, w_cols, b_col, d
+
+    def __call__(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        r = z[:, self.w_cols] @ self.X.T - self.y
+        if self.b_col is not None:
+            r = r + z[:, self.b_col : self.b_col + 1]
+        if self.phi == "square":
+            return r * r, 2.0 * r
+        return r.abs(), torch.sign(r)
+
+    def grad(self, G: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros(G.shape[0], self.d, dtype=G.dtype)
+        out[:, self.w_cols] = G @ self.X
+        if self.b_col is not None:
+            out[:, self.b_col] = G.sum(1)
+        return out
+
+
+def _linear_losses(be: Any, node: Any, layout: Layout, z0: torch.Tensor) -> _LinearLosses | None:
+    """The closed form of a per-sample loss φ(X @ w + b − y) shared by every point (no swept constant in
+    it) over exactly the variables w and b; None otherwise. Checked once against the model's own
+    function at a seeded random point (the same losses to 1e-12), else None."""
+    from optlang.compiler import linear_residual
+
+    if be.consts or not be.vectorized:
+        return None
+    lin = linear_residual(node, samples=False)
+    if lin is None:
+        return None
+    X, y, w, b, phi = lin
+    if set(layout.names) != {w} | ({b} if b is not None else set()):
+        return None
+    pos, cols = 0, {}
+    for name, shape in zip(layout.names, layout.shapes, strict=True):
+        k = int(np.prod(shape)) if shape else 1
+        cols[name] = slice(pos, pos + k)
+        pos += k
+    if np.ndim(X) != 2 or cols[w].stop - cols[w].start != np.shape(X)[1]:
+        return None
+    out = _LinearLosses(X, y, phi, cols[w], None if b is None else cols[b].start, layout.size)
+    probe = torch.as_tensor(np.random.default_rng(0).standard_normal((2, layout.size)))
+    with torch.no_grad():
+        want = call_batched(be, layout.unpack(probe))
+    got, _ = out(probe)
+    scale = float(want.abs().max()) if want.numel() else 1.0
+    if got.shape != want.shape or not bool(torch.all((got - want).abs() <= 1e-12 * max(scale, 1.0))):
+        return None
+    return out

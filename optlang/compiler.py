@@ -209,14 +209,14 @@ def classify(ir: ModelIR) -> Form:
     for e in exprs:
         n_samples = n_samples or sample_size(e)
     amb = obj.ambiguity
-    linear = _linear_residual(obj.expr) if kind == "dro" and obj.expr is not None else None
+    linear = linear_residual(obj.expr) if kind == "dro" and obj.expr is not None else None
     if (
         kind == "dro"
         and amb is not None
         and amb.kind == "wasserstein"
         and linear is None
         and obj.expr is not None
-        and _linear_residual(obj.expr, samples=False) is not None
+        and linear_residual(obj.expr, samples=False) is not None
     ):
         err = ModelError(
             "Wasserstein DRO moves the samples of a `data` table, but X and y here are plain params",
@@ -300,7 +300,7 @@ def _general_bilevel_errors(c: Any, used: set[str]) -> list[OptlangError]:
 
 
 # ---------------------------------------------------------------------------- linear residual
-def _linear_residual(loss: Node, samples: bool = True) -> tuple[Any, ...] | None:
+def linear_residual(loss: Node, samples: bool = True) -> tuple[Any, ...] | None:
     """Match ℓ = φ(±(X @ w + b − y)) with φ square/abs; returns (X, y, w, b, φ) or None.
 
     samples=False also accepts X and y that are not sample-indexed (plain params), to explain a refusal."""
@@ -438,7 +438,7 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
             table = obj.expr.type.sample
             if table and ir.tables[table].y is not None:
                 targets = ir.tables[table].y
-        lin = _linear_residual(obj.expr)
+        lin = linear_residual(obj.expr)
         linear = LinearResidual(lin[0], lin[1], lin[2], lin[3], lin[4]) if lin else None
         if linear is not None and lin[4] not in ("square", "abs"):
             linear = None

@@ -127,14 +127,20 @@ class TorchFunction:
         n_samples: int | None = None,
         per_sample: bool = False,
         cvxpy: Callable[[Mapping[str, Any]], Any] | None = None,
-        source: str = "",
+        source: str | Callable[[], str] = "",
     ) -> None:
         self._build = build
         self.n_samples = n_samples
         self.per_sample = per_sample
         self.cvxpy = cvxpy  # fn(var_map: name -> cvxpy.Variable) -> cvxpy.Expression, or None
-        self.source = source
+        self._source = source  # the text, or a function making it when first asked (printing only)
         self._cache: dict[tuple[str, str], Callable[..., Any]] = {}
+
+    @property
+    def source(self) -> str:
+        if callable(self._source):
+            self._source = self._source()
+        return self._source
 
     @classmethod
     def from_callable(

@@ -1,7 +1,8 @@
 """Parameter sweeps: one model solved over a grid of `param` values as ONE batched problem.
 
-`run_sweep(model, params)` (also `Model.sweep`, `optlang sweep`) lowers the model once per grid
-point (cheap), checks that the points differ only in constants (same operations and shapes), and
+`run_sweep(model, params)` (also `Model.sweep`, `optlang sweep`) lowers the model at every grid
+point (once, substituting each point's values, where the swept names enter only as values:
+sweep_lower.py), checks that the points differ only in constants (same operations and shapes), and
 then solves all of them together: the variables get a leading batch axis, the objective is one
 `torch.func.vmap` call over the stacked variables and the swept constants, and `batched.lbfgs`
 steps every point with its own curvature pairs and line search (float64). Kinds batched today:
@@ -246,23 +247,36 @@ def run_sweep(
 
 
 def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: dict) -> list[Any]:
-    """The model at every point. The text is parsed once; smooth, dro, ising and maxcut models are lowered
-    from that tree (ising/maxcut forms refined with the lowered sizes, as optlang.parse does)."""
+    """The model at every point. The text is parsed once. For the batched kinds, when the swept names
+    enter the lowering only as values, the first point is lowered once and every point is that IR with
+    its own values substituted (sweep_lower.py); otherwise each point is lowered from the parsed tree
+    (ising/maxcut forms refined with the lowered sizes, as optlang.parse does)."""
     import optlang
     from optlang.api import Model
     from optlang.compiler import classify
     from optlang.errors import OptlangError
     from optlang.grammar.parser import parse_tree
     from optlang.ir.lower import Lowerer
-    from optlang.problem import IsingProblem
+    from optlang.sweep_lower import Substitution
 
     def full(p: dict[str, float]) -> Any:
         return optlang.parse(src.text, base_dir=src.base_dir, params={**params, **p}, data=data, path=src.path)
 
+    batched_kinds = ("smooth", "dro", "ising", "maxcut", *BATCHED_KINDS)
+    tree = parse_tree(src)  # the text was checked (size, nesting) when the model was parsed
+    subst = Substitution.trace(src, tree, points[0], params, data) if len(points) > 1 else None
+    if subst is not None:  # lowered once: every point is the first's IR with its own swept values
+        try:
+            out = [subst.model(p, params, data) for p in points]
+        except OptlangError as e:
+            raise e.with_source(src) from None
+        if out[0].kind in batched_kinds:
+            for m in out:
+                _refine_ising(m)
+            return out
     first = full(points[0])
-    if first.kind not in ("smooth", "dro", "ising", "maxcut", *BATCHED_KINDS):
+    if first.kind not in batched_kinds:
         return [first] + [full(p) for p in points[1:]]
-    tree = parse_tree(src)
     out = [first]
     reuse = point_free_params(src, tree, points, params, data)
     for p in points[1:]:
@@ -272,15 +286,22 @@ def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: 
             lowerer.reuse = reuse
             ir = lowerer.run(tree)
             m = Model(ir, classify(ir))
-            if m.kind in ("ising", "maxcut"):  # as optlang.parse does: the planner's sizes and fields
-                q = m.compiled.problem
-                assert isinstance(q, IsingProblem)
-                m.form = replace(m.form, n_spins=q.n, nnz=int(q.J.nnz), has_field=q.has_field)
+            _refine_ising(m)
         except OptlangError as e:
             raise e.with_source(src) from None
         m.overrides = (over, dict(data))
         out.append(m)
     return out
+
+
+def _refine_ising(m: Any) -> None:
+    """As optlang.parse does for ising/maxcut models: the planner's sizes and fields from the lowering."""
+    from optlang.problem import IsingProblem
+
+    if m.kind in ("ising", "maxcut"):
+        q = m.compiled.problem
+        assert isinstance(q, IsingProblem)
+        m.form = replace(m.form, n_spins=q.n, nnz=int(q.J.nnz), has_field=q.has_field)
 
 
 def point_free_params(src: Any, tree: Any, points: list[dict[str, float]], params: dict, data: dict) -> dict:

@@ -214,3 +214,99 @@ minimize mean((X @ w - y)^2) + 0.01 * sumsq(w)
         single = optlang.parse(text, params={"s": v}).solve(seed=0)
         assert r.values["w"] == pytest.approx(single.values["w"], rel=1e-4, abs=1e-6)
         assert r.values["w"] == pytest.approx([v, 2 * v, 3 * v], rel=5e-2)
+
+
+def test_batch_duals_of_global_balls_equal_robust_value() -> None:
+    # every member one region of all samples (the χ² radius sweep): the direct path, no scatter
+    rng = np.random.default_rng(2)
+    n = 300
+    L = rng.standard_normal((4, n)) ** 2
+    L[3] = 1.0  # ties everywhere: the point mass case
+    radii = [0.0, 0.05, 3.0, 0.5]
+    members = [Member(None, single_region(n, r), "chi2", "robust", r) for r in radii]
+    duals = BatchDuals(members, n)
+    assert duals.plain
+    rows = np.array([2, 0, 3, 1])
+    W = duals.weights(L[rows], rows)
+    for i, b in enumerate(rows):
+        rv = robust_value(L[b], members[b].regions, "chi2", "robust", radii[b])
+        assert np.allclose(W[i], rv.sample_weights, atol=1e-14)
+        assert W[i] @ L[b] == pytest.approx(rv.value, rel=1e-12)
+
+
+def test_batch_robust_values_equal_robust_value() -> None:
+    # the batched sweep's report takes its robust values from the batched duals: equal to robust_value
+    rng = np.random.default_rng(3)
+    n = 240
+    y = rng.standard_normal(n) ** 3
+    L = rng.standard_normal((4, n)) ** 2
+    members = [
+        Member(None, make_regions(y, 8, 0.2), "chi2", "robust", 0.2),
+        Member(None, make_regions(y, 8, 2.5), "chi2", "robust", 2.5),
+        Member(None, make_regions(y, 5, 0.3), "chi2", "empirical", 0.0),
+        Member(None, single_region(n, 0.4), "chi2", "robust", 0.4),
+    ]
+    rows = np.array([3, 1, 0, 2])
+    got = BatchDuals(members, n).robust_values(L[rows], rows, members)
+    for i, b in enumerate(rows):
+        m = members[b]
+        rv = robust_value(L[b], m.regions, m.base, m.mix, m.outer)
+        assert got[i].value == pytest.approx(rv.value, rel=1e-12)
+        assert np.allclose(got[i].region_values, rv.region_values, rtol=1e-12, atol=0)
+        assert np.allclose(got[i].region_weights, rv.region_weights, atol=1e-14)
+        assert np.allclose(got[i].sample_weights, rv.sample_weights, atol=1e-14)
+
+
+def test_dro_sweep_closed_form_linear_losses_equal_the_autograd_path(monkeypatch) -> None:
+    # ℓ = (X w + b − y)²: losses and gradient in closed form; the same points as through the model's
+    # own (vmapped, autograd) function
+    import optlang.batched_solve as bs
+
+    text = DRO.replace("{AMB}", "target_conditional(chi2, radius = r, by = y, bins = 5)")
+    radii = [0.0, 0.1, 0.5, 2.0]
+    fast = optlang.parse(text).sweep({"r": radii})
+    assert "linear residuals in closed form" in fast.plan
+    monkeypatch.setattr(bs, "_linear_losses", lambda *a: None)
+    slow = optlang.parse(text).sweep({"r": radii})
+    assert "closed form" not in slow.plan
+    for a, b in zip(fast.results, slow.results, strict=True):
+        assert a.ok and b.ok
+        assert a.objective == pytest.approx(b.objective, rel=1e-7)
+
+
+def test_dro_sweep_of_a_nonlinear_loss_uses_the_model_function() -> None:
+    text = DRO.replace("(X @ w + b - y)^2", "log(1 + (X @ w + b - y)^2)").replace("{AMB}", "chi2(radius = r)")
+    radii = [0.05, 0.4]
+    sw = optlang.parse(text).sweep({"r": radii})
+    assert sw.batched and "closed form" not in sw.plan
+    for r, res in zip(radii, sw.results, strict=True):
+        single = optlang.parse(text, params={"r": r}).solve(seed=0)
+        assert res.ok and res.objective == pytest.approx(single.objective, rel=1e-5)
+
+
+def test_closed_form_losses_that_disagree_with_the_model_are_not_used(monkeypatch) -> None:
+    import optlang.batched_solve as bs
+
+    orig = bs._LinearLosses.__call__
+
+    def off(self, z):  # a closed form off by 1e-9: the probe against the model's function refuses it
+        L, dL = orig(self, z)
+        return L * (1 + 1e-9), dL
+
+    monkeypatch.setattr(bs._LinearLosses, "__call__", off)
+    sw = optlang.parse(DRO.replace("{AMB}", "chi2(radius = r)")).sweep({"r": [0.1, 0.3]})
+    assert sw.batched and "closed form" not in sw.plan
+
+
+def test_long_ridge_path_warm_started_with_curvature_equals_closed_form() -> None:
+    # ≥ 16 points: anchors first, then every row from its anchor's solution and curvature pairs
+    lams = np.logspace(-3, 1, 20)
+    m = optlang.parse(RIDGE)
+    sw = m.sweep({"lam": lams})
+    assert sw.batched
+    X, y = m.ir.params["X"], m.ir.params["y"]
+    N = len(y)
+    for lam, r in zip(lams, sw.results, strict=True):
+        assert r.ok and r.status.value == "converged"
+        w = np.linalg.solve(X.T @ X / N + lam * np.eye(X.shape[1]), X.T @ y / N)
+        assert np.allclose(r.values["w"], w, atol=1e-7)

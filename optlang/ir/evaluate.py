@@ -77,7 +77,7 @@ def torch_function(node: Node, per_sample: bool = False) -> TorchFunction:
         n_samples=n_samples,
         per_sample=per_sample,
         cvxpy=(lambda var_map, nd=node: cvxpy_expr(nd, var_map)) if cvxpy_ok(node) else None,
-        source=to_text(node),
+        source=lambda nd=node: to_text(nd),  # made when printed: a sweep compiles every point
     )
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.autotune import folds
-from optlang.backends.dro.common import Regions, make_regions, robust_value, single_region
+from optlang.backends.dro.common import Regions, RobustValue, make_regions, robust_value, single_region
 from optlang.lazy import lazy_module
 from optlang.problem import DROProblem, LinearResidual
 
@@ -61,10 +61,12 @@ def chi2_dual_batch(L: np.ndarray, P: np.ndarray, radius: np.ndarray) -> tuple[n
     as the scalar routine, vectorized over rows).
     """
     valid = P > 0
-    shift = np.where(valid, L, -np.inf).max(1)
+    padded = not bool(valid.all())  # no padding (every global-ball row): the masks below are no-ops
+    shift = (np.where(valid, L, -np.inf) if padded else L).max(1)
     v = L - shift[:, None]
-    low = np.where(valid, v, np.inf).min(1) - 1.0
-    v = np.where(valid, v, low[:, None])
+    if padded:
+        low = np.where(valid, v, np.inf).min(1) - 1.0
+        v = np.where(valid, v, low[:, None])
     order = np.argsort(-v, axis=1)  # ties: any order gives the same pieces (equal ends)
     vs = np.take_along_axis(v, order, 1)
     ps = np.take_along_axis(P, order, 1)
@@ -88,13 +90,15 @@ def chi2_dual_batch(L: np.ndarray, P: np.ndarray, radius: np.ndarray) -> tuple[n
     eta_star = eta[rows, best]
     excess = np.maximum(v - eta_star[:, None], 0.0) * P
     tot = excess.sum(1)
-    point = np.where((v >= 0.0) & valid, P, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where((tot > 0)[:, None], excess / np.where(tot > 0, tot, 1.0)[:, None], point / point.sum(1)[:, None])
+    pos = tot > 0
+    q = excess / np.where(pos, tot, 1.0)[:, None]
+    if not pos.all():  # the ball holds the point mass on the maximum: those rows' weights sit there
+        point = np.where((v[~pos] >= 0.0) & valid[~pos], P[~pos], 0.0)
+        q[~pos] = point / point.sum(1)[:, None]
     value = f[rows, best] + shift
     flat = radius <= 0
     if flat.any():
-        value = np.where(flat, (np.where(valid, L, 0.0) * P).sum(1), value)
+        value = np.where(flat, ((np.where(valid, L, 0.0) if padded else L) * P).sum(1), value)
         q = np.where(flat[:, None], P, q)
     return value, q
 
@@ -137,39 +141,59 @@ class BatchDuals:
             self.outer[b] = m.outer if (m.mix == "robust" and K > 1) else 0.0
         self.B = B
         self.gk = np.array(self.group_k)
+        # every member one region of all samples (global χ² balls): rows are the groups, the outer
+        # mix is 1, and the weights are the inner duals' (no gather, no scatter)
+        self.plain = all(m.idx is None and m.regions.k == 1 for m in members) and M == n
+        # the scatter target of each padded entry: its sample, padding to an extra column n
+        self.gidx_pad = np.where(self.valid, self.gidx, n)
+        self.n = n
 
     def weights(self, L: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Worst-case weights (R, N) of the members `rows`, whose losses are L (R, N)."""
+        if self.plain:  # group b is member b, over the samples in order
+            return chi2_dual_batch(L, self.P[rows], self.radius[rows])[1]
+        return self._solve(L, rows)[2]
+
+    def robust_values(self, L: np.ndarray, rows: np.ndarray, members: list[Member]) -> list[RobustValue]:
+        """`robust_value` of each member `rows[i]` at its losses L[i] (finite), from the batched duals:
+        the value, region values V_k, region weights a_k and sample weights (the duals η_k are NaN: not
+        computed here)."""
+        value, V, W, a = self._solve(L, rows)
+        out = []
+        for i, b in enumerate(rows):
+            K = members[b].regions.k
+            out.append(RobustValue(float(value[i]), V[i, :K].copy(), a[i, :K].copy(), np.full(K, np.nan), W[i]))
+        return out
+
+    def _solve(self, L: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(values (R,), region values (R, kmax), sample weights (R, N), region weights (R, kmax))."""
         pos = np.full(self.B, -1)
         pos[rows] = np.arange(rows.size)
         sel = np.nonzero(pos[self.owner] >= 0)[0]
-        owner, gidx, valid, gk = pos[self.owner[sel]], self.gidx[sel], self.valid[sel], self.gk[sel]
+        owner, gidx, gk = pos[self.owner[sel]], self.gidx[sel], self.gk[sel]
         vals, q = chi2_dual_batch(L[owner[:, None], gidx], self.P[sel], self.radius[sel])
         V = np.zeros((rows.size, self.kmax))
         V[owner, gk] = vals
-        _, a = chi2_dual_batch(V, self.mix_p[rows], self.outer[rows])
-        W = np.zeros_like(L)
+        value, a = chi2_dual_batch(V, self.mix_p[rows], self.outer[rows])
+        W = np.zeros((L.shape[0], self.n + 1))
         wq = a[owner, gk][:, None] * q
-        W[np.broadcast_to(owner[:, None], gidx.shape)[valid], gidx[valid]] = wq[valid]
-        return W
+        W[owner[:, None], self.gidx_pad[sel]] = wq  # padding (weight 0) lands in the extra column
+        return value, V, W[:, : self.n], a
 
 
-def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any:
-    """objective(vars) -> (B,) exact robust values: Σ_i w_bi ℓ_bi with member b's worst-case
-    weights solved in float64 on its detached losses (Danskin's gradient), weight 0 off its subset.
-    χ² members with robust/empirical/balanced mixes are solved all at once (BatchDuals)."""
+def robust_batch_weights(members: list[Member], n: int) -> Any:
+    """weights(L (R, N) float64, rows) -> (R, N): member rows[i]'s exact worst-case weights at its
+    losses L[i], 0 off its subset, NaN rows where a loss is not finite. χ² members with
+    robust/empirical/balanced mixes are solved all at once (BatchDuals), others one by one."""
     fast = all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members)
     duals = BatchDuals(members, n) if fast else None
 
-    def objective(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
-        L = losses_of(values, rows)  # (R, N)
-        Lnp = L.detach().to("cpu", torch.float64).numpy()
+    def weights(Lnp: np.ndarray, r: np.ndarray) -> np.ndarray:
         bad = ~np.all(np.isfinite(Lnp), 1)
-        r = rows.cpu().numpy()
         if duals is not None:
-            W = duals.weights(np.where(bad[:, None], 0.0, Lnp), r)
+            W = duals.weights(np.where(bad[:, None], 0.0, Lnp) if bad.any() else Lnp, r)
             W[bad] = np.nan
-            return (torch.as_tensor(W, dtype=L.dtype, device=L.device) * L).sum(1)
+            return W
         W = np.zeros_like(Lnp)
         for b, mb in enumerate(r):
             m = members[mb]
@@ -182,6 +206,19 @@ def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any
                 W[b] = rv.sample_weights
             else:
                 W[b, m.idx] = rv.sample_weights
+        return W
+
+    return weights
+
+
+def robust_batch_objective(losses_of: Any, members: list[Member], n: int) -> Any:
+    """objective(vars) -> (B,) exact robust values: Σ_i w_bi ℓ_bi with member b's worst-case
+    weights solved in float64 on its detached losses (Danskin's gradient), weight 0 off its subset."""
+    weights = robust_batch_weights(members, n)
+
+    def objective(values: dict[str, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
+        L = losses_of(values, rows)  # (R, N)
+        W = weights(L.detach().to("cpu", torch.float64).numpy(), rows.cpu().numpy())
         return (torch.as_tensor(W, dtype=L.dtype, device=L.device) * L).sum(1)
 
     return objective
@@ -192,7 +229,7 @@ def wasserstein_batch_objective(losses_of: Any, members: list[Member], n: int, l
     on its training rows: abs loss: mean|r| + ρ‖w‖₂; square, p = 2: (√mean r² + ρ‖w‖₂)²; square,
     p = 1, ρ > 0: finite only at w = 0, whose fit (w = 0, the bias at the rows' mean target) is the
     minimizer of ‖w‖² + (b − ȳ)². Members of the `chi2` base are ERM references (radius 0). The
-    losses ℓ_i are φ(r_i), which is what makes the model linear-residual (compiler._linear_residual)."""
+    losses ℓ_i are φ(r_i), which is what makes the model linear-residual (compiler.linear_residual)."""
     B = len(members)
     M = np.zeros((B, n))
     ybar = np.zeros(B)

@@ -11,6 +11,7 @@ import numpy as np
 
 from optlang.backends.dro.common import (
     Regions,
+    RobustValue,
     make_regions,
     robust_value,
     single_region,
@@ -78,8 +79,17 @@ def solution_report(
     rule: str = "count",
     mix: str = "robust",
     outer_radius: float = -1.0,
+    losses: np.ndarray | None = None,
+    regions: Regions | None = None,
+    rv: RobustValue | None = None,
 ) -> tuple[float, dict[str, Any], dict[str, tuple[bool, str]]]:
     """The robust objective recomputed in float64 at `values`, the per-region info and checks.
+
+    `losses` (float64 per-sample losses at `values`) and `regions` (this problem's, from
+    `problem_regions`) may be given when the caller has them (a batched sweep computes every
+    point's losses in one call); by default they are computed here. `rv`, the robust value of these
+    losses over these regions solved by the caller (a batched sweep's duals), is then checked here
+    like the one computed by default.
 
     The check `worst_case_weights` verifies, without trusting any solver, that the reported
     worst-case distribution lies in each region's ball and attains the dual value (a primal
@@ -116,12 +126,16 @@ def solution_report(
                 f"shifted-data loss {attained:.10g} vs closed form {value:.10g}, transport cost {cost:.6g}",
             )
         return value, info, checks
-    losses = np.asarray(problem.loss.value(values), dtype=np.float64).ravel()
-    regions = problem_regions(problem, scheme, rule)
+    if losses is None:
+        losses = np.asarray(problem.loss.value(values), dtype=np.float64)
+    losses = np.asarray(losses, dtype=np.float64).ravel()
+    if regions is None:
+        regions = problem_regions(problem, scheme, rule)
     base = base_divergence(problem)
     mix = resolve_mix(mix, base)
     outer = amb.radius if outer_radius < 0 else outer_radius
-    rv = robust_value(losses, regions, base, mix, outer)
+    if rv is None:
+        rv = robust_value(losses, regions, base, mix, outer)
     worst_gap, worst_div = 0.0, 0.0
     if mix == "adaptive":  # L_i = w_i N: E L = 1 and ½ E[(L − 1)² | R_k] ≤ ρ_k, Σ w ℓ = dual value
         L = rv.sample_weights * losses.size
