@@ -55,7 +55,7 @@ class SpecAnnOptions:
     max_elems: int = 262_144  # batch ≤ max_elems / n: big graphs anneal fewer, longer chains
     refine: str = "anneal"  # anneal | ils (perturb + descent) | none
     sweeps: int = 2000  # sweeps per anneal round (a round also ends when its time share is spent)
-    t_start: float = 1.0  # first round's start temperature, × σ (mean |ΔE| at a random state)
+    t_start: float = 0.5  # first round's start temperature, × σ (mean |ΔE| at a random state); 0.5: Gset, issue 23
     t_start_large: float = 0.3  # the same for a large model (batch 1, time limit): one round fills the time
     t_end: float = 1.0  # final temperature, × δ / ln 100 (δ the smallest |ΔE| unit)
     reheat: float = 0.5  # later rounds start at t_start × reheat, from the elite states
