@@ -13,6 +13,7 @@ import torch
 from optlang.backends.base import RunContext
 from optlang.backends.ising import ops as io
 from optlang.backends.ising.specann import SpecAnn
+from optlang.backends.ising.specann import anneal as anneal_module
 from optlang.backends.ising.specann.anneal import ColorBlocks, anneal, color_classes, flip_noise, propagate_flips
 from optlang.data import random_regular
 from optlang.problem import IsingProblem
@@ -22,6 +23,12 @@ from optlang.problem import IsingProblem
 def one_thread():
     with io.torch_threads(1):
         yield
+
+
+@pytest.fixture
+def no_overhead(monkeypatch):
+    """Let the cost model pick the sparse path on graphs this small (its fixed cost set to 0)."""
+    monkeypatch.setattr(anneal_module, "SPARSE_OVERHEAD", 0.0)
 
 
 def signed_graph(n: int, seed: int, density: float, real: bool) -> sp.csr_matrix:
@@ -65,7 +72,7 @@ def test_sparse_propagation_equals_the_dense_update(real, B):
 
 
 @pytest.mark.parametrize("rule", ["metropolis", "heatbath"])
-def test_sparse_and_dense_anneals_follow_the_same_trajectory(rule):
+def test_sparse_and_dense_anneals_follow_the_same_trajectory(rule, no_overhead):
     """±1/4 couplings: both updates give bit-identical fields, so the same seed gives the same run,
     and G stays equal to 2JS + h (checked in float64) whichever path each class took."""
     J = sp.csr_matrix(random_regular(400, 3, 7, "signed", None).W) / 4.0
@@ -100,7 +107,7 @@ def boltzmann(J: sp.csr_matrix, h: np.ndarray, T: float) -> dict[tuple[int, ...]
 
 @pytest.mark.parametrize("rule", ["metropolis", "heatbath"])
 @pytest.mark.parametrize("cost", [0.0, 1e-9])
-def test_acceptance_samples_boltzmann(rule, cost):
+def test_acceptance_samples_boltzmann(rule, cost, no_overhead):
     """A 3-spin path with fields, B = 20000 independent chains at a fixed T: after 30 sweeps the
     states' frequencies match the Boltzmann distribution (chi-square style bound, 5 σ per state),
     for both acceptance rules and both update paths. The field is absorbed as in the backend:
@@ -139,7 +146,7 @@ def test_flip_noise_acceptance_probabilities(rule):
         anneal(b, torch.zeros(2), torch.ones(2, 1), torch.ones(2, 1), 1.0, 0.1, 1, g, rule="glauber")
 
 
-def test_large_model_on_the_sparse_path_keeps_its_anytime_history():
+def test_large_model_on_the_sparse_path_keeps_its_anytime_history(no_overhead):
     """A 3-regular ±1 graph big enough for the one-long-anneal schedule (batch 1): the refinement
     takes the sparse path once the spins freeze, every improvement is in the history with its time,
     and the reported cut is the verified one."""
@@ -156,3 +163,15 @@ def test_large_model_on_the_sparse_path_keeps_its_anytime_history():
     assert r.history[-1][0] <= 3.0 + 1.0
     assert r.history[-1][1] == pytest.approx(r.objective)
     assert r.info["cut"] == pytest.approx(io.cut_value(W, r.values["s"])) == pytest.approx(-r.objective)
+
+
+def test_small_graphs_stay_on_the_dense_path():
+    """With the measured fixed cost, a Gset-sized graph at batch 8 never pays for counting flips."""
+    J = signed_graph(800, 1, 0.02, False)
+    blocks = ColorBlocks(J, color_classes(J), "cpu", torch.float32, torch.int32)
+    g = torch.Generator().manual_seed(0)
+    S = (torch.randint(0, 2, (800, 8), generator=g) * 2 - 1).float()
+    G = torch.as_tensor(2.0 * (J @ S.double().numpy())).float()
+    stats: dict[str, int] = {}
+    anneal(blocks, torch.zeros(800), S, G, 2.0, 0.05, 20, g, stats=stats)
+    assert stats == {"dense_updates": 20 * len(blocks)}

@@ -25,6 +25,9 @@ else:
     torch = lazy_module("torch")
 
 
+SPARSE_OVERHEAD = 50_000.0  # fixed cost of a sparse class update, in couplings of the dense addmm
+
+
 def two_coloring(J: sp.csr_matrix, max_levels: int = 20_000) -> np.ndarray | None:
     """The 2-colouring of a bipartite coupling graph by frontier BFS parity, or None when the graph
     is not bipartite (or the BFS would take more than max_levels frontier steps)."""
@@ -255,15 +258,20 @@ def anneal(
     best_S = Sp.clone()
     best_E = (Sp * (Gp + hcol)).sum(dim=0) / 2
     done = 0
-    # sparse propagation needs the rows, and reads the flip count on the host (a sync on a GPU)
-    use_rows = bool(blocks.rows) and Sp.device.type == "cpu" and sparse_cost > 0
     # per class: the dense update's work (every row of G plus the class's couplings, per column)
     # and the mean degree of its spins, for the cost model that picks the update (see below)
     dense_work = [float((n + int(Jc.values().numel())) * B) for Jc in blocks.cols]
     mean_deg = [
         int(Jc.values().numel()) / max(hi - lo, 1) for (lo, hi), Jc in zip(blocks.bounds, blocks.cols, strict=True)
     ]
-    sparse_now = [use_rows] * len(blocks)
+    # sparse propagation needs the rows and reads the flip count on the host (a sync on a GPU); a
+    # class can go sparse only when even zero flips would beat its dense update (small graphs never:
+    # they do not count their flips either)
+    can_sparse = [
+        bool(blocks.rows) and Sp.device.type == "cpu" and sparse_cost > 0 and 2.0 * (hi - lo) * B + SPARSE_OVERHEAD < w
+        for (lo, hi), w in zip(blocks.bounds, dense_work, strict=True)
+    ]
+    sparse_now = [False] * len(blocks)  # a random start flips many spins: the first sweep is dense
     width = max(hi - lo for lo, hi in blocks.bounds) * B
     x_buf = torch.empty(width, dtype=Sp.dtype, device=Sp.device)
     d_buf = torch.empty(width, dtype=Sp.dtype, device=Sp.device)
@@ -306,15 +314,19 @@ def anneal(
                 d = torch.mul(Sc, mask, out=d_buf[:m].view(hi - lo, B))
                 Sc.sub_(d, alpha=2.0)
                 Gp.addmm_(Jc, d, alpha=-4.0)
-                flips = int(mask.sum()) if use_rows else m
-            # next time, propagate sparsely when that is expected to be cheaper: a gathered coupling
-            # costs about `sparse_cost` times a coupling of the dense addmm, finding the flips ~2 (measured)
+                flips = int(mask.sum()) if can_sparse[c] else m
             if stats is not None:
                 key = "sparse_updates" if sparse_now[c] else "dense_updates"
                 stats[key] = stats.get(key, 0) + 1
-                if use_rows:
+                if can_sparse[c]:
                     stats["flips"] = stats.get("flips", 0) + flips
-            sparse_now[c] = use_rows and sparse_cost * flips * mean_deg[c] + 2.0 * m < dense_work[c]
+            # next time, propagate sparsely when that is expected to be cheaper: a gathered coupling
+            # costs about `sparse_cost` times a coupling of the dense addmm, finding the flips ~2 per
+            # entry, and the sparse path's ~10 extra small ops about SPARSE_OVERHEAD couplings (measured:
+            # Gset graphs at batch 8 stay dense, 10^6-spin 3-regular graphs go sparse once they cool)
+            sparse_now[c] = can_sparse[c] and (
+                sparse_cost * flips * mean_deg[c] + 2.0 * m + SPARSE_OVERHEAD < dense_work[c]
+            )
         done = k + 1
         if done % track_every == 0 or frac > 0.9:
             track()
