@@ -45,7 +45,10 @@ def two_coloring(J: sp.csr_matrix, max_levels: int = 20_000) -> np.ndarray | Non
             if steps > max_levels:
                 return None
             nb = A[frontier].indices
-            nb = np.unique(nb[level[nb] < 0])
+            seen = level[nb]
+            if np.any(seen == level[frontier[0]]):  # an edge inside one BFS level closes an odd cycle
+                return None
+            nb = np.unique(nb[seen < 0])
             level[nb] = level[frontier[0]] + 1
             frontier = nb
     color = level % 2
@@ -58,7 +61,8 @@ def color_classes(J: sp.csr_matrix, seed: int = 0) -> list[np.ndarray]:
 
     Bipartite graphs (tori, grids) get their 2-colouring. Otherwise Jones-Plassmann: each round,
     uncoloured vertices whose random priority beats every uncoloured neighbour take the smallest
-    colour unused by their coloured neighbours (O(nnz) per round), then one iterated-greedy pass.
+    colour unused by their coloured neighbours (O(edges leaving uncoloured vertices) per round), then
+    one iterated-greedy pass over all edges.
     """
     two = two_coloring(J)
     if two is not None:
@@ -71,6 +75,7 @@ def color_classes(J: sp.csr_matrix, seed: int = 0) -> list[np.ndarray]:
     rows, cols = rows[keep], cols[keep]
     prio = np.random.default_rng(seed).permutation(n)
     color = np.full(n, -1, dtype=np.int64)
+    all_rows, all_cols = rows, cols
     while True:
         unc = color < 0
         if not unc.any():
@@ -90,7 +95,11 @@ def color_classes(J: sp.csr_matrix, seed: int = 0) -> list[np.ndarray]:
         used = np.zeros((len(wi), ncol), dtype=bool)
         used[pos[r2], c2] = True
         color[wi] = np.argmin(used, axis=1)
+        # only edges leaving uncoloured vertices matter from now on (both tests above start there)
+        still = color[rows] < 0
+        rows, cols = rows[still], cols[still]
     # iterated greedy: move each class (an independent set, so all at once) to its smallest free colour
+    rows, cols = all_rows, all_cols
     for c in range(int(color.max()), 0, -1):
         vc = np.flatnonzero(color == c)
         e3 = (color[rows] == c) & (color[cols] < c)
