@@ -323,19 +323,22 @@ def anneal(
                 d = torch.mul(Sc, mask, out=d_buf[:m].view(hi - lo, B))
                 Sc.sub_(d, alpha=2.0)
                 Gp.addmm_(Jc, d, alpha=-4.0)
-                flips = int(mask.sum()) if can_sparse[c] else m
+                # a dense class counts its flips only every `refresh` sweeps (the count drifts slowly
+                # with T; counting every update cost the torus ~4 % of its sweep rate)
+                flips = int(mask.sum()) if can_sparse[c] and k % refresh == 0 else -1
             if stats is not None:
                 key = "sparse_updates" if sparse_now[c] else "dense_updates"
                 stats[key] = stats.get(key, 0) + 1
-                if can_sparse[c]:
+                if flips >= 0:
                     stats["flips"] = stats.get("flips", 0) + flips
             # next time, propagate sparsely when that is expected to be cheaper: a gathered coupling
             # costs about `sparse_cost` times a coupling of the dense addmm, finding the flips ~2 per
             # entry, and the sparse path's ~10 extra small ops about SPARSE_OVERHEAD couplings (measured:
             # Gset graphs at batch 8 stay dense, 10^6-spin 3-regular graphs go sparse once they cool)
-            sparse_now[c] = can_sparse[c] and (
-                sparse_cost * flips * mean_deg[c] + 2.0 * m + SPARSE_OVERHEAD < dense_work[c]
-            )
+            if flips >= 0:
+                sparse_now[c] = can_sparse[c] and (
+                    sparse_cost * flips * mean_deg[c] + 2.0 * m + SPARSE_OVERHEAD < dense_work[c]
+                )
         done = k + 1
         if done % track_every == 0 or frac > 0.9:
             track()
