@@ -183,7 +183,7 @@ def flip_noise(size: int, rule: str, generator: torch.Generator, dtype: torch.dt
     detailed balance; they differ at ΔE = 0 (a free spin flips always / half the time) and at high T."""
     u = torch.rand(size, generator=generator, device=generator.device, dtype=dtype)
     if rule == "heatbath":
-        u.clamp_(min=torch.finfo(dtype).tiny)  # u = 0 would give -inf - 0: never flip, which is harmless
+        u.clamp_(min=torch.finfo(dtype).tiny)  # u = 0 would give r = -inf (a sure flip at any ΔE)
         return u.log() - torch.log1p(-u)
     return u.log_()
 
