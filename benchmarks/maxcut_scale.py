@@ -9,6 +9,8 @@ memory (ru_maxrss) is its own.
 Columns: time to the first cut, the first cut, the cut at the limit, wall time, peak memory (ru_maxrss),
 sweeps, for the torus the gap to the ground-state estimate (e∞ = −1.4015 per spin), and the cut ratio
 to neal at equal time (how neal is run where one 1000-sweep read does not fit: `neal_fitted`).
+Under each specann row: its spectral and colouring seconds and how many colour-class updates of the
+anneal propagated only the flipped spins (sparse) or the whole class (dense).
 Numbers were measured on a shared, loaded 2-core CPU unless noted.
 """
 
@@ -132,7 +134,8 @@ def worker(graph: str, n: int, method: str, tl: float, device: str, seed: int, o
             ctx = RunContext(seed=seed, time_limit=tl, device=device)
             r = b.solve(p, b.make_options(o), ctx)  # equal wall time: no stagnation stop
             s, first_t, first_e = r.values["s"], r.history[0][0], r.history[0][1]
-            extra = {k: r.info.get(k) for k in ("reads", "sweeps", "rounds", "time_to_first", "spectral_time")}
+            keys = ("reads", "sweeps", "rounds", "time_to_first", "spectral_time", "coloring_time", "anneal_updates")
+            extra = {k: r.info.get(k) for k in keys}
     wall = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     peak_gpu = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else 0.0
@@ -236,6 +239,14 @@ def main() -> None:
                     f"{r.get('sweeps') or '':>7} {gs:>7} {ratio:>8}",
                     flush=True,
                 )
+                if r.get("spectral_time") is not None:  # where specann's time went
+                    upd = r.get("anneal_updates") or {}
+                    print(
+                        f"{'':<9} {'':>8}   spectral {r['spectral_time']:.1f} s,"
+                        f" colouring {r.get('coloring_time') or 0:.1f} s,"
+                        f" class updates sparse {upd.get('sparse', 0)} / dense {upd.get('dense', 0)}",
+                        flush=True,
+                    )
             if "specann" in res and "neal" in res:
                 print(f"{'':<9} {'':>8} specann/neal cut ratio {res['specann']['cut'] / res['neal']['cut']:.4f}")
 

@@ -225,6 +225,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
     stop = ""
     max_rounds = ctx.max_iter if ctx.max_iter is not None else (None if limit is not None else opt.rounds)
     n_colors = 0
+    anneal_stats: dict[str, int] = {}  # class updates propagated sparsely / densely (anneal's cost model)
     if opt.refine != "none":
         blocks = None
         if opt.refine == "anneal":
@@ -266,6 +267,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
                     share * (1.0 - opt.tabu) if use_tabu else share,
                     ctx.should_stop,
                     progress=inc.progress,
+                    stats=anneal_stats,
                 )
                 sweeps_total += sw
                 cand = bestS.T.contiguous()
@@ -329,6 +331,10 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         "sweeps": sweeps_total,
         "tabu_steps": tabu_total,
         "colors": n_colors,
+        "anneal_updates": {
+            "sparse": anneal_stats.get("sparse_updates", 0),
+            "dense": anneal_stats.get("dense_updates", 0),
+        },
         "torch_energy": claimed,
     }
     if opt.refine == "anneal" and n_colors:
