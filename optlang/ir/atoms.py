@@ -836,7 +836,7 @@ _atom(
     reduce_,
     lambda a: float(np.max(_dense(a))),
     lambda a: a.max(),
-    "largest element",
+    "largest element of one argument; for the elementwise maximum of two, write maximum(a, b)",
     cvx=lambda a: _cp().max(a),
     ising=None,
 )
@@ -846,7 +846,7 @@ _atom(
     reduce_,
     lambda a: float(np.min(_dense(a))),
     lambda a: a.min(),
-    "smallest element",
+    "smallest element of one argument; for the elementwise minimum of two, write minimum(a, b)",
     cvx=lambda a: _cp().min(a),
     ising=None,
 )
