@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+import optlang
 from optlang.errors import ShapeError
 from optlang.ir import atoms
 from optlang.ir.atoms import ATOMS
@@ -308,3 +309,16 @@ def test_an_array_exponent_solves_in_cvxpy() -> None:
     prob.solve()
     assert prob.value == pytest.approx(0.5 + 0.25 + 0.125 + 0.25, abs=1e-6)
     np.testing.assert_allclose(x.value, 0.5, atol=1e-5)
+
+
+@pytest.mark.parametrize("other", sorted({n for s in ATOMS.values() for n in s.elsewhere}))
+def test_other_tools_names_get_the_optlang_spelling(other: str) -> None:
+    """A function named as in CVXPY/numpy (pos, sum_squares, power, ...) is refused with E205 and a
+    hint that says how optlang writes it; such a name never shadows a function of the language."""
+    from optlang.ir.atoms import user_functions
+
+    assert other not in user_functions()
+    with pytest.raises(optlang.OptlangError) as info:
+        optlang.parse(f"var x[3]\nminimize sum({other}(x, x))\n")
+    e = info.value
+    assert e.code == "E205" and e.hint is not None and f"'{other}' is written" in e.hint, e.hint

@@ -97,6 +97,7 @@ class AtomSpec:
     static_text: Callable[[dict[str, Any]], str] | None  # the ${text} of its static values (an index's "i, j:k")
     no_cvxpy: str  # why it has no cvxpy form (cvx is None); "" when it has one
     sparse_args: bool  # its numpy form takes scipy sparse arguments as they are (else it densifies them)
+    elsewhere: tuple[str, ...] = ()  # what other tools (CVXPY, numpy) call it: the hint of an unknown name
 
 
 ATOMS: dict[str, AtomSpec] = {}
@@ -122,6 +123,7 @@ def _atom(
     static_text: Callable[[dict[str, Any]], str] | None = None,
     no_cvxpy: str = "",
     sparse_args: bool = False,
+    elsewhere: tuple[str, ...] = (),
 ) -> None:
     """Register an atom; an operator's text defaults to its symbol between (or before) its operands."""
     if infix and not text:
@@ -145,7 +147,17 @@ def _atom(
         static_text,
         no_cvxpy,
         sparse_args,
+        elsewhere,
     )
+
+
+def written_elsewhere(name: str) -> str | None:
+    """How a function that other tools call `name` is written here (the hint of E205), or None."""
+    for spec in ATOMS.values():
+        if name in spec.elsewhere:
+            how = f"with the {spec.infix} operator" if spec.infix else f"{spec.name}(...)"
+            return f"'{name}' is written {how} in optlang: {spec.doc}"
+    return None
 
 
 def ising_atoms() -> str:
@@ -459,6 +471,7 @@ _atom(
     ising=qf.mul,
     prec=PRODUCT,
     operand_prec=(PRODUCT, UNARY),
+    elsewhere=("multiply",),
 )
 _atom(
     "div",
@@ -491,6 +504,7 @@ _atom(
     ising=qf.power,
     prec=POWER,
     operand_prec=(POSTFIX, UNARY),
+    elsewhere=("power",),
 )
 _atom(
     "neg",
@@ -524,6 +538,7 @@ _atom(
     prec=PRODUCT,
     operand_prec=(PRODUCT, UNARY),
     sparse_args=True,
+    elsewhere=("matmul",),
 )
 _atom(
     "transpose",
@@ -645,6 +660,7 @@ def _unary(
     latex: str = "",
     ising: IsingRule | None = None,
     no_cvxpy: str = "",
+    elsewhere: tuple[str, ...] = (),
 ) -> None:
     _atom(
         name,
@@ -658,6 +674,7 @@ def _unary(
         latex=latex,
         ising=ising,
         no_cvxpy=no_cvxpy,
+        elsewhere=elsewhere,
     )
 
 
@@ -707,6 +724,7 @@ _unary(
     lambda a: a.clamp(min=0.0),
     "max(x, 0), elementwise",
     cvx=lambda a: _cp().pos(a),
+    elsewhere=("pos",),
 )
 _unary(
     "softplus",
@@ -787,6 +805,7 @@ _atom(
     degree=deg_square_first,
     latex=r"\lVert ${a0} \rVert_2^2",
     ising=qf.sumsq,
+    elsewhere=("sum_squares",),
 )
 _atom(
     "norm1",
@@ -829,6 +848,7 @@ _atom(
     "log Σ exp(xᵢ)",
     cvx=lambda a: _cp().log_sum_exp(a),
     ising=None,
+    elsewhere=("log_sum_exp",),
 )
 _atom(
     "max",
@@ -874,6 +894,7 @@ _atom(
     latex=r"${a0}^\top ${a1} ${a0}",
     ising=qf.quad,
     sparse_args=True,
+    elsewhere=("quad_form",),
 )
 _atom(
     "cut",

@@ -1062,12 +1062,12 @@ class Lowerer:
         if fname not in ATOMS or not ATOMS[fname].user:
             if fname in self._known():
                 raise KindError(f"'{fname}' is not a function", span, code="E405")
-            from optlang.ir.atoms import user_functions
+            from optlang.ir.atoms import user_functions, written_elsewhere
 
             raise NameResolutionError(
                 f"unknown function '{fname}'",
                 Span.of(t.children[0]),
-                hint=self._did_you_mean(fname, user_functions()),
+                hint=written_elsewhere(fname) or self._did_you_mean(fname, user_functions()),
                 code="E205",
             )
         args: list[Node] = []
