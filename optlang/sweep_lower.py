@@ -23,7 +23,7 @@ import numpy as np
 from lark import Token, Tree
 
 from optlang.errors import ModelError
-from optlang.ir.lower import Lowerer
+from optlang.ir.lower import Lowerer, real_number
 from optlang.ir.nodes import Const, Node, Op
 
 
@@ -182,11 +182,9 @@ class Substitution:
 
         amb = obj.ambiguity
         if tr.radius_node is not None and amb is not None:
-            r = float(new[id(tr.radius_node)].value)  # a scalar: a swept value or folded from one
-            if not (np.isfinite(r) and r >= 0.0):  # as the lowering checks a radius (lower._real)
-                raise ModelError(
-                    f"the radius must be a finite number at least 0, got {r:g}", tr.radius_span, code="E508"
-                )
+            # a scalar (a swept value or folded from one), checked as the lowering checks a radius
+            value = new[id(tr.radius_node)].value
+            r = real_number(value, tr.radius_span, "the radius", 0.0, np.inf, ModelError, "E508")
             amb = dataclasses.replace(amb, radius=r)
         objective = dataclasses.replace(
             obj,

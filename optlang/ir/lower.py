@@ -612,7 +612,9 @@ class Lowerer:
             raise ModelError(f"{kind}() needs radius = r", aspan, hint=f"arguments are named: {example}", code="E508")
         auto = self._ambiguity_auto(kind, kw, aspan)
         radius = (
-            math.nan if "radius" in auto else _real(kw["radius"], aspan, "the radius", 0.0, np.inf, ModelError, "E508")
+            math.nan
+            if "radius" in auto
+            else real_number(kw["radius"], aspan, "the radius", 0.0, np.inf, ModelError, "E508")
         )
         base = "chi2"
         by = None
@@ -1117,7 +1119,7 @@ class Lowerer:
                 n = _int(pos[0], span, f"the number of nodes of {fname}()", 1, D.MAX_NODES)
                 if fname == "erdos_renyi":
                     return D.erdos_renyi(
-                        n, _real(pos[1], span, "the edge probability p", 0.0, 1.0), seed, weights, span
+                        n, real_number(pos[1], span, "the edge probability p", 0.0, 1.0), seed, weights, span
                     )
                 if fname == "random_regular":
                     d = _int(pos[1], span, "the degree of random_regular()", 0, D.MAX_NODES)
@@ -1347,7 +1349,7 @@ def _describe(v: Any) -> str:
     return f"{float(v):g}"
 
 
-def _real(
+def real_number(
     v: Any,
     span: Span,
     what: str,
@@ -1376,7 +1378,7 @@ def _int(
     code: str = "E606",
 ) -> int:
     """A whole number in [lo, hi], checked before anything is sized by it."""
-    x = _real(v, span, what, -np.inf, np.inf, err, code)
+    x = real_number(v, span, what, -np.inf, np.inf, err, code)
     if not x.is_integer():
         raise err(f"{what} must be a whole number, got {x:g}", span, code=code)
     if not lo <= x <= hi:
