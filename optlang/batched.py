@@ -185,13 +185,19 @@ class Layout:
     def size(self) -> int:
         return int(sum(int(np.prod(s)) if s else 1 for s in self.shapes))
 
-    def unpack(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+    @property
+    def columns(self) -> dict[str, slice]:
+        """Each variable's columns of z."""
         out, pos = {}, 0
         for name, shape in zip(self.names, self.shapes, strict=True):
             k = int(np.prod(shape)) if shape else 1
-            out[name] = z[:, pos : pos + k].reshape((z.shape[0], *shape))
+            out[name] = slice(pos, pos + k)
             pos += k
         return out
+
+    def unpack(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        cols, B = self.columns, z.shape[0]
+        return {n: z[:, cols[n]].reshape((B, *shape)) for n, shape in zip(self.names, self.shapes, strict=True)}
 
     def to_numpy(self, z: torch.Tensor, row: int) -> dict[str, np.ndarray]:
         vals = self.unpack(z.detach()[row : row + 1])

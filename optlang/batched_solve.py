@@ -101,10 +101,10 @@ def solve(models: list[Any], seed: int = 0, max_iter: int | None = None) -> tupl
         with torch.no_grad():  # every point's float64 losses at its solution, in one call
             losses = call_batched(be, layout.unpack(out.z)).detach().numpy()
         rvs: list[Any] = [None] * B  # robust values from the batched duals (χ² bases), checked in the report
-        if all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members):
+        duals = dro_auto.batch_duals(members, n)
+        if duals is not None:
             rows = np.nonzero(np.all(np.isfinite(losses), 1))[0]
             if rows.size:
-                duals = dro_auto.BatchDuals(members, compiled[0].problem.n_samples)
                 for r, point_rv in zip(rows, duals.robust_values(losses[rows], rows, members), strict=True):
                     rvs[r] = point_rv
         for b, (c, o) in enumerate(zip(compiled, opts, strict=True)):
@@ -197,11 +197,7 @@ def _linear_losses(be: Any, node: Any, layout: Layout, z0: torch.Tensor) -> _Lin
     X, y, w, b, phi = lin
     if set(layout.names) != {w} | ({b} if b is not None else set()):
         return None
-    pos, cols = 0, {}
-    for name, shape in zip(layout.names, layout.shapes, strict=True):
-        k = int(np.prod(shape)) if shape else 1
-        cols[name] = slice(pos, pos + k)
-        pos += k
+    cols = layout.columns
     if np.ndim(X) != 2 or cols[w].stop - cols[w].start != np.shape(X)[1]:
         return None
     out = _LinearLosses(X, y, phi, cols[w], None if b is None else cols[b].start, layout.size)

@@ -181,12 +181,19 @@ class BatchDuals:
         return value, V, W[:, : self.n], a
 
 
+def batch_duals(members: list[Member], n: int) -> BatchDuals | None:
+    """The members' χ² duals solved all at once, when every member is a χ² ball with a robust,
+    empirical or balanced mix; None otherwise (the members are then solved one by one)."""
+    if all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members):
+        return BatchDuals(members, n)
+    return None
+
+
 def robust_batch_weights(members: list[Member], n: int) -> Any:
     """weights(L (R, N) float64, rows) -> (R, N): member rows[i]'s exact worst-case weights at its
     losses L[i], 0 off its subset, NaN rows where a loss is not finite. χ² members with
     robust/empirical/balanced mixes are solved all at once (BatchDuals), others one by one."""
-    fast = all(m.base == "chi2" and m.mix in ("robust", "empirical", "balanced") for m in members)
-    duals = BatchDuals(members, n) if fast else None
+    duals = batch_duals(members, n)
 
     def weights(Lnp: np.ndarray, r: np.ndarray) -> np.ndarray:
         bad = ~np.all(np.isfinite(Lnp), 1)
