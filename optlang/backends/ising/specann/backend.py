@@ -26,6 +26,7 @@ from optlang.backends.ising.ops import (
 )
 from optlang.backends.ising.specann.anneal import ColorBlocks, anneal, color_classes, temperature_scale
 from optlang.backends.ising.specann.eigen import path_sweep, round_eigenspace
+from optlang.backends.ising.specann.lattice import PackedTorus, anneal_torus, detect_torus
 from optlang.backends.ising.specann.tabu import tabu_search
 from optlang.backends.stopping import Stagnation
 from optlang.errors import OptionError
@@ -39,6 +40,7 @@ else:
 
 REFINES = ("anneal", "ils", "none")
 PREDICTORS = ("inverse", "forward", "none")
+LATTICES = ("auto", "on", "off")
 
 
 @dataclass
@@ -68,6 +70,7 @@ class SpecAnnOptions:
     rounds: int = 3  # refinement rounds when no time limit is given (max_iter overrides)
     patience: int = 10  # time-limited: stop after rounds without a better state (stopping.py); 0: fill the limit
     threads: int = 1  # torch CPU threads during the solve (0: leave torch's setting)
+    lattice: str = "auto"  # ±J torus annealed bit-packed (lattice.py): auto = at batch 1; on = always (or error); off
 
 
 class _Incumbent:
@@ -134,7 +137,11 @@ class SpecAnn(Backend):
         return ising_refusal(form, self.kinds)
 
     def solve(self, problem: IsingProblem, options: SpecAnnOptions, ctx: RunContext) -> RawSolution:
-        for key, value, allowed in (("refine", options.refine, REFINES), ("predictor", options.predictor, PREDICTORS)):
+        for key, value, allowed in (
+            ("refine", options.refine, REFINES),
+            ("predictor", options.predictor, PREDICTORS),
+            ("lattice", options.lattice, LATTICES),
+        ):
             if value not in allowed:
                 raise OptionError(
                     key, f"option '{key}' of 'specann' must be one of {', '.join(allowed)}, not {value!r}"
@@ -226,12 +233,25 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
     max_rounds = ctx.max_iter if ctx.max_iter is not None else (None if limit is not None else opt.rounds)
     n_colors = 0
     anneal_stats: dict[str, int] = {}  # class updates propagated sparsely / densely (anneal's cost model)
+    packed: PackedTorus | None = None  # a ±J torus annealed bit-packed (lattice.py)
     if opt.refine != "none":
         blocks = None
         if opt.refine == "anneal":
             t_c = time.perf_counter()
-            blocks = ColorBlocks(P.J, color_classes(P.J, seed=ctx.seed), dev, dt, index_dtype=index32)
-            n_colors = len(blocks)
+            if opt.lattice == "on" or (opt.lattice == "auto" and B == 1):
+                shape = detect_torus(P.J, P.h)
+                if shape is None and opt.lattice == "on":
+                    raise OptionError(
+                        "lattice",
+                        "lattice = 'on' needs a ±J torus: an even rows × cols periodic grid (both ≥ 4, numbered "
+                        "row by row as torus() numbers it) with couplings of one magnitude and no field",
+                    )
+                packed = None if shape is None else PackedTorus(shape, dev)
+            if packed is None:
+                blocks = ColorBlocks(P.J, color_classes(P.J, seed=ctx.seed), dev, dt, index_dtype=index32)
+                n_colors = len(blocks)
+            else:
+                n_colors = 2
             sigma, delta = temperature_scale(P.J, P.h)
             T_end = opt.t_end * delta / math.log(100.0)
             color_time = time.perf_counter() - t_c
@@ -243,33 +263,52 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
             S = inc.starts(B)
             budget = math.inf if limit is None else max(limit - reserve - ctx.elapsed(), 0.0)
             if opt.refine == "anneal":
-                assert blocks is not None
                 # a large model (one chain, batch 1) with a time limit anneals once, slowly, over all the
                 # time left, from a cooler start (measured at 10^5-10^6 spins, docs/backends/specann.md)
                 long_round = B == 1 and limit is not None and rounds == 0
                 t_first = opt.t_start_large if long_round else opt.t_start
                 T0 = max(t_first * sigma * (1.0 if rounds == 0 else opt.reheat), 1.01 * T_end)
                 n_sweeps = 1 << 40 if long_round else opt.sweeps
-                G = 2.0 * (Jt @ S) + h_t[:, None]
                 # a round takes its share of the remaining time, so it always ends cold
                 share = budget if max_rounds is None else budget / max(max_rounds - rounds, 1)
                 use_tabu = opt.tabu > 0 and n <= opt.tabu_max_n
                 t_round = ctx.elapsed()
-                bestS, _, sw = anneal(
-                    blocks,
-                    h_t,
-                    S,
-                    G,
-                    T0,
-                    T_end,
-                    n_sweeps,
-                    gen,
-                    share * (1.0 - opt.tabu) if use_tabu else share,
-                    ctx.should_stop,
-                    progress=inc.progress,
-                    stats=anneal_stats,
-                )
-                sweeps_total += sw
+                anneal_time = share * (1.0 - opt.tabu) if use_tabu else share
+                if packed is not None:  # the candidates one after another, each its share of the time
+                    done_cols = []
+                    for b in range(B):
+                        left_time = anneal_time - (ctx.elapsed() - t_round)
+                        s_b, _, sw = anneal_torus(
+                            packed,
+                            S[:, b],
+                            T0,
+                            T_end,
+                            n_sweeps,
+                            gen,
+                            max(left_time, 0.0) / (B - b),
+                            ctx.should_stop,
+                            progress=inc.progress,
+                        )
+                        done_cols.append(s_b)
+                        sweeps_total += sw
+                    bestS = torch.stack(done_cols, dim=1)
+                else:
+                    assert blocks is not None
+                    bestS, _, sw = anneal(
+                        blocks,
+                        h_t,
+                        S,
+                        2.0 * (Jt @ S) + h_t[:, None],
+                        T0,
+                        T_end,
+                        n_sweeps,
+                        gen,
+                        anneal_time,
+                        ctx.should_stop,
+                        progress=inc.progress,
+                        stats=anneal_stats,
+                    )
+                    sweeps_total += sw
                 cand = bestS.T.contiguous()
                 if use_tabu and not stop_all():
                     # the annealed states are 1-flip minima: tabu walks on from them, uphill when it must
@@ -331,6 +370,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
         "sweeps": sweeps_total,
         "tabu_steps": tabu_total,
         "colors": n_colors,
+        "lattice": None if packed is None else f"torus {packed.rows}x{packed.cols}, bit-packed",
         "anneal_updates": {
             "sparse": anneal_stats.get("sparse_updates", 0),
             "dense": anneal_stats.get("dense_updates", 0),

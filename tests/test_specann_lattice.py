@@ -1,0 +1,139 @@
+"""SpecAnn's bit-packed ±J torus annealer (lattice.py): detection, layout, Metropolis rule, randomness, solve."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+import optlang
+from optlang import data
+from optlang.backends.base import RunContext
+from optlang.backends.ising.specann import SpecAnn
+from optlang.backends.ising.specann.lattice import PackedTorus, RandomWords, anneal_torus, detect_torus, popcount
+from optlang.errors import OptionError
+from optlang.problem import IsingProblem
+
+SHAPES = [(4, 6), (6, 8), (64, 6), (66, 4), (70, 10), (128, 4), (130, 12), (192, 4)]
+
+
+def torus_problem(rows: int, cols: int, seed: int = 3, weights: str = "signed") -> IsingProblem:
+    return IsingProblem.from_maxcut(data.torus(rows, cols, seed, weights, None).W)
+
+
+def test_detects_signed_and_unit_tori_row_by_row() -> None:
+    for rows, cols in SHAPES:
+        sh = detect_torus(torus_problem(rows, cols).J, np.zeros(rows * cols))
+        assert sh is not None and (sh.rows, sh.cols, sh.magnitude) == (rows, cols, 0.25)
+    assert detect_torus(torus_problem(6, 8, weights="unit").J, np.zeros(48)) is not None
+
+
+def test_refuses_what_is_not_a_pm_j_torus() -> None:
+    P = torus_problem(6, 8)
+    assert detect_torus(P.J, np.ones(48)) is None  # a field
+    for rows, cols in [(5, 8), (6, 7), (2, 8), (8, 2)]:  # odd sides (no checkerboard), too thin
+        assert detect_torus(torus_problem(rows, cols).J, np.zeros(rows * cols)) is None
+    J = P.J.copy()
+    J.data[0] *= 2.0  # two magnitudes
+    J = ((J + J.T) / 2).tocsr()
+    assert detect_torus(J, np.zeros(48)) is None
+    perm = np.random.default_rng(0).permutation(48)  # the same graph, numbered otherwise
+    assert detect_torus(sp.csr_matrix(P.J[perm][:, perm]), np.zeros(48)) is None
+    ring = sp.diags([np.ones(47), np.ones(47)], [1, -1], format="lil")
+    ring[0, 47] = ring[47, 0] = 1.0
+    assert detect_torus(sp.csr_matrix(ring), np.zeros(48)) is None
+
+
+@pytest.mark.parametrize("rows,cols", SHAPES)
+def test_pack_energy_and_metropolis_rule_match_the_couplings(rows: int, cols: int) -> None:
+    """Round trip, sᵀJs, and a half sweep with all-zero / all-one acceptance masks against numpy."""
+    P = torus_problem(rows, cols)
+    shape = detect_torus(P.J, P.h)
+    assert shape is not None
+    pk = PackedTorus(shape, "cpu")
+    rng = np.random.default_rng(rows * 1000 + cols)
+    i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    for _ in range(2):
+        s = rng.choice([-1.0, 1.0], rows * cols)
+        X = pk.pack(torch.as_tensor(s))
+        assert np.array_equal(pk.unpack(X, torch.float64).numpy(), s)
+        assert pk.energy(X) == pytest.approx(float(s @ (P.J @ s)), abs=1e-9)
+        dE = -4.0 * s * (P.J @ s)  # the change of sᵀJs when s_i flips
+        none, every = torch.zeros_like(X[0]), torch.full_like(X[0], -1)
+        for c in (0, 1):
+            mine = ((i + j) % 2 == c).ravel()
+            for one, zero, allowed in ((none, none, dE <= 0), (every, none, dE <= 2.0 + 1e-9), (every, every, dE < 9)):
+                Y = X.clone()
+                pk.half_sweep(Y, c, one, zero)
+                assert np.array_equal(pk.unpack(Y, torch.float64).numpy(), np.where(mine & allowed, -s, s))
+
+
+@pytest.mark.parametrize("p", [0.0, 1e-3, 4e-3, 0.05, 0.3, 1.0])
+def test_random_words_have_bernoulli_bits(p: float) -> None:
+    """Set-bit frequency within 5 σ of p (the digit method rounds p to 3 significant binary digits)."""
+    words = 50_000
+    gen = torch.Generator().manual_seed(1)
+    rw = RandomWords(words, gen, "cpu")
+    out = torch.empty(words, dtype=torch.int64)
+    freq = popcount(rw.bernoulli(p, out)) / (64 * words)
+    if p in (0.0, 1.0):
+        assert freq == p
+        return
+    digits = math.ceil(-math.log2(p)) + 3
+    target = p if 6400 * p < 8 * digits else round(p * 2**digits) / 2**digits
+    assert abs(target - p) <= p / 8
+    assert abs(freq - target) <= 5 * math.sqrt(target * (1 - target) / (64 * words))
+
+
+def test_anneal_torus_descends_reports_and_stops() -> None:
+    P = torus_problem(16, 16)
+    shape = detect_torus(P.J, P.h)
+    assert shape is not None
+    pk = PackedTorus(shape, "cpu")
+    gen = torch.Generator().manual_seed(0)
+    s = torch.as_tensor(np.random.default_rng(0).choice([-1.0, 1.0], 256))
+    seen: list[float] = []
+    best, E, sweeps = anneal_torus(pk, s, 0.6, 0.2, 400, gen, progress=seen.append, track_every=8)
+    assert sweeps == 400
+    b = best.numpy()
+    assert E == pytest.approx(float(b @ (P.J @ b)))
+    assert E < float(s.numpy() @ (P.J @ s.numpy())) and seen and seen == sorted(seen, reverse=True)
+    assert seen[-1] == E
+    same, E0, none = anneal_torus(pk, s, 0.6, 0.2, 400, gen, stop=lambda: True)
+    assert none == 0 and torch.equal(same, s)
+
+
+def test_specann_uses_the_lattice_on_a_torus_and_checks_its_answer() -> None:
+    P = torus_problem(16, 16, seed=5)
+    W_total = float(P.maxcut_weights.sum()) / 2
+    for lattice, expect in (("on", "torus 16x16, bit-packed"), ("off", None), ("auto", None)):
+        b = SpecAnn()
+        r = b.solve(P, b.make_options({"lattice": lattice, "sweeps": 300, "rounds": 2}), RunContext(seed=0))
+        assert r.info["lattice"] == expect
+        assert r.checks["energy_recomputed"][0]
+        assert -r.objective >= 0.95 * (W_total + 1.4015 * 256) / 2  # within 5 % of the ground-state estimate
+    b = SpecAnn()  # auto: one chain per round (batch 1) is where the packed annealer takes over
+    r = b.solve(P, b.make_options({"max_elems": 256, "sweeps": 300, "rounds": 2}), RunContext(seed=0))
+    assert r.info["batch"] == 1 and r.info["lattice"] == "torus 16x16, bit-packed"
+
+
+def test_lattice_option_errors() -> None:
+    b = SpecAnn()
+    with pytest.raises(OptionError, match="lattice = 'on' needs a ±J torus"):
+        b.solve(torus_problem(5, 8), b.make_options({"lattice": "on", "sweeps": 10}), RunContext(seed=0))
+    with pytest.raises(OptionError, match="lattice"):
+        b.solve(torus_problem(6, 8), b.make_options({"lattice": "yes"}), RunContext(seed=0))
+
+
+def test_lattice_from_a_model_file() -> None:
+    """A user reaches it from .opt: the torus generator, the solver block's option, Result.info."""
+    m = optlang.parse(
+        'graph T = torus(8, 10, weights = "signed", seed = 2)\nmaxcut T\n'
+        'solver specann { lattice = "on", sweeps = 200, rounds = 2 }\n'
+    )
+    r = m.solve(seed=0)
+    assert r.info["lattice"] == "torus 8x10, bit-packed"
+    assert r.ok
