@@ -9,8 +9,9 @@ memory (ru_maxrss) is its own.
 Columns: time to the first cut, the first cut, the cut at the limit, wall time, peak memory (ru_maxrss),
 sweeps, for the torus the gap to the ground-state estimate (e∞ = −1.4015 per spin), and the cut ratio
 to neal at equal time (how neal is run where one 1000-sweep read does not fit: `neal_fitted`).
-Under each specann row: its spectral and colouring seconds and how many colour-class updates of the
-anneal propagated only the flipped spins (sparse) or the whole class (dense).
+Under each specann row: its spectral and colouring seconds (for a ±J torus: its detection and bit
+layout) and how many colour-class updates of the anneal propagated only the flipped spins (sparse) or
+the whole class (dense), or that the torus was annealed bit-packed (specann/lattice.py).
 Numbers were measured on a shared, loaded 2-core CPU unless noted.
 """
 
@@ -134,7 +135,16 @@ def worker(graph: str, n: int, method: str, tl: float, device: str, seed: int, o
             ctx = RunContext(seed=seed, time_limit=tl, device=device)
             r = b.solve(p, b.make_options(o), ctx)  # equal wall time: no stagnation stop
             s, first_t, first_e = r.values["s"], r.history[0][0], r.history[0][1]
-            keys = ("reads", "sweeps", "rounds", "time_to_first", "spectral_time", "coloring_time", "anneal_updates")
+            keys = (
+                "reads",
+                "sweeps",
+                "rounds",
+                "time_to_first",
+                "spectral_time",
+                "coloring_time",
+                "anneal_updates",
+                "lattice",
+            )
             extra = {k: r.info.get(k) for k in keys}
     wall = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -241,10 +251,14 @@ def main() -> None:
                 )
                 if r.get("spectral_time") is not None:  # where specann's time went
                     upd = r.get("anneal_updates") or {}
+                    how = (
+                        f"annealed {r['lattice']}"
+                        if r.get("lattice")
+                        else f"class updates sparse {upd.get('sparse', 0)} / dense {upd.get('dense', 0)}"
+                    )
                     print(
                         f"{'':<9} {'':>8}   spectral {r['spectral_time']:.1f} s,"
-                        f" colouring {r.get('coloring_time') or 0:.1f} s,"
-                        f" class updates sparse {upd.get('sparse', 0)} / dense {upd.get('dense', 0)}",
+                        f" colouring {r.get('coloring_time') or 0:.1f} s, {how}",
                         flush=True,
                     )
             if "specann" in res and "neal" in res:
