@@ -312,10 +312,11 @@ class RandomWords:
         expected = nbits * p
         while True:
             k = int(expected + 6.0 * math.sqrt(expected) + 64)
-            u = torch.rand(k, generator=self.generator, device=out.device, dtype=torch.float64)
-            gaps = torch.floor(torch.log(u) / log_q).clamp_(max=float(nbits)).to(torch.int64) + 1
-            pos = torch.cumsum(gaps, 0) + pos_end
-            inside = pos[pos < nbits]
+            # float32 suffices: ln u ≥ ln 2⁻²⁴ truncates the geometric tail at probability e^(−16.6)
+            u = torch.rand(k, generator=self.generator, device=out.device, dtype=torch.float32)
+            gaps = u.log_().mul_(1.0 / log_q).floor_().clamp_(max=float(nbits)).to(torch.int64).add_(1)
+            pos = torch.cumsum(gaps, 0).add_(pos_end)
+            inside = pos[: int(torch.searchsorted(pos, nbits))]  # pos is increasing
             if inside.numel():
                 out.index_add_(0, inside >> 6, torch.bitwise_left_shift(torch.ones_like(inside), inside & 63))
             if inside.numel() < k:  # the walk left the words
