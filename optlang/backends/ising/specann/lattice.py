@@ -1,19 +1,20 @@
-"""Bit-packed annealing of ±J tori (multi-spin coding): 64 spins per int64 word, one sweep in ~60 word ops.
+"""Bit-packed annealing of ±J tori (multi-spin coding): 64 spins per int64 word, ~25 word ops per colour.
 
 A torus rows × cols (node i·cols + j, as the language's `torus` numbers it) whose couplings all have one
 magnitude and whose field is zero is the 2-D ±J spin glass. There a spin's energy change is set by how many
 of its four bonds are unsatisfied, so the Metropolis test of 64 spins at once is a handful of bitwise
 operations (Jacobs & Rebbi 1981; Zorn, Herrmann & Rebbi 1981): the general annealer's sparse products
-move ~12 bytes per coupling, this one 1/64 of a word per spin. Measured on the 8.41·10⁶-spin torus of
-issue 23 (docs/backends/specann.md): many times the sweeps in the same time, hence a colder, deeper state.
+move ~12 bytes per coupling, this one 1/64 of a word per spin. On the 8.41·10⁶-spin torus of issue 23
+a sweep costs ~2–3 ms on one core against ~68 ms on two (docs/backends/specann.md).
 
-Layout: bit b of word (r, j) holds spin (r + b·R, j), R = ⌈rows/64⌉, so a spin's left and right neighbours
-sit in the neighbouring words of the same bit, and its up and down neighbours in the adjacent word row —
-or, at the edge of a stripe, the next or previous bit of the first or last word row. Rows from `rows` to
-64·R − 1 are padding: they never flip, and the one bond that the layout would send into them (row
-rows − 1 to row 0, the torus's wrap) is rerouted by a one-bit fix. Random acceptances: for the
-probability p of a +δE move, the positions of the accepted bits are drawn directly (geometric gaps, so
-distinct and exactly Bernoulli(p) each), which costs O(p · spins) instead of a random number per spin.
+Layout: bit b of word (r, j) holds spin (r + b·R, j), R = ⌈rows/64⌉ rounded up to even, so a spin's left
+and right neighbours sit in the neighbouring words of the same bit, and its up and down neighbours in the
+adjacent word row — or, at the edge of a stripe, the next or previous bit of the first or last word row.
+Rows from `rows` to 64·R − 1 are padding: they never flip, and the one bond that the layout would send
+into them (row rows − 1 to row 0, the torus's wrap) is rerouted by a one-bit fix. With R even a word's
+bits share one checkerboard colour, and the two colours' words are kept apart (PackedTorus). Random
+acceptances (RandomWords): p's binary digits over per-word xorshift streams, or for small p the positions
+of the accepted bits drawn directly as geometric gaps, whichever is cheaper.
 """
 
 from __future__ import annotations
