@@ -7,7 +7,10 @@ achievement  τ·logsumexp_i(a_i/τ) + α Σ a_i,  a_i = (F_i − z_i)/(s_i w̃_
 which sits where the ray meets the front whatever its shape (convex, concave); all K run as one
 projected-Adam batch (one vmapped evaluation and one backward pass per iteration). Stage 0 ends
 when no achievement value moved more than `front_tol` over 10 iterations (or at `front_iters`, at
-most `front_stage0` of the budget).
+most `front_stage0` of the budget). With `front_solver="slsqp"` (box and free variables) the rays
+run one at a time instead: SLSQP on the augmented Pascoletti-Serafini problem (see `_rays_slsqp`),
+about 10 directions for 3 objectives, each converged to the front in ~20 evaluations, so that the
+predictors interpolated between them are on the front too; at most `front_ray_share` of the budget.
 
 Refinement (continuation along the front, adapted to its shape): the edges between neighbouring
 solutions — consecutive in f1 for 2 objectives, the Delaunay mesh of the solutions projected along
@@ -250,18 +253,25 @@ def _rays_slsqp(
 ) -> tuple[np.ndarray, dict[str, torch.Tensor], int, str]:
     """Stage 0 by SLSQP: each ray's point solves the augmented Pascoletti-Serafini problem
 
-        min_{x, t}  t + α Σ_i q_i(x) + Σ_{i: w_i = 0} q_i(x)/δ   s.t.  q_i(x) ≤ t w_i  (w_i > 0),  x in its box,
+        min_{x, t}  t + α Σ_i q_i(x)   s.t.  q_i(x) ≤ t max(w_i, δ),  x in its box,
 
     q = (F − z)/s, in float64 on the CPU (one evaluation = F and its Jacobian at one point, the
-    unit of the rest of the sweep). A zero component of the direction is an exact penalty (weight
-    1/δ, δ = `front_delta`) instead of a constraint: that objective goes to its least value first,
-    so the rays of the front's boundary end on it exactly (on a bound of the box, where the
-    Chebyshev achievement's floor δ leaves them a distance ~δ inside), and the refinement's
-    interpolated predictors between two of them stay on it. The m axis rays run first, from the seeded start; their points give the
-    ideal (the archive's least values) and the nadir (the payoff table's largest) that normalize
-    the other rays, each started from the point of the nearest ray already solved. At most `budget`
-    evaluations in all (the count of `ev`); returns (F (K', m), X, SLSQP iterations, stopped) of
-    the rays solved.
+    unit of the rest of the sweep). A direction with zero components then runs a second phase
+    from that point, where each zero component is an exact penalty (weight 1/δ, δ = `front_delta`)
+    instead of a constraint: that objective goes to its least value, so a ray of the front's
+    boundary ends on it exactly (on a bound of the box, where the floor δ leaves it ~δ inside) and
+    the refinement's predictors interpolated between two such points stay on it. The second phase
+    keeps its point only within 3δ (normalized) of the first's: where the least value of that
+    objective is one point and not a piece of boundary, it would slide into that corner.
+
+    The m axis rays run first (penalties only: the ideal is not known yet), from seeded starts;
+    their points give the ideal (the archive's least values) and the nadir (the payoff table's
+    largest) that normalize the other rays, which run from the centre direction outwards, each
+    started from the point of the nearest non-axis ray already solved (an axis point may be a
+    degenerate corner, where the gradients of some objectives vanish). A ray whose point another
+    ray already holds (a local solution) runs again from the next seeded start, at most
+    `front_ray_retries` times. At most `budget` evaluations in all (the count of `ev`); returns
+    (F (K', m), X, SLSQP iterations, stopped) of the rays solved.
     """
     from optlang.backends.multiobjective.common import batched_init
     from optlang.backends.multiobjective.polish import _Flat
@@ -439,16 +449,17 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     K = W.shape[0]
     budget = o.front_evals if o.front_evals > 0 else 10**12
     if slsqp:
-        cap0 = int(o.front_stage0 * budget) if budget < 10**12 else 10**12
+        cap0 = int(o.front_ray_share * budget) if budget < 10**12 else 10**12
         SF, SX, stage0, stopped = _rays_slsqp(problem, W, o, ctx, archive, ev, cap0)
-        z, s = _normalization(archive, SF, None, ctx)
-        return _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, stage0, stage0, stopped, budget)
+        z0, s0 = _normalization(archive, SF, None, ctx)
+        return _refine(problem, o, ctx, archive, ev, SF, SX, z0, s0, K, stage0, stage0, stopped, budget)
     iters0 = ctx.max_iter if ctx.max_iter is not None else o.front_iters
     iters0 = max(1, min(iters0, int(o.front_stage0 * budget) // K if budget < 10**12 else iters0))
     X0 = batched_init(problem.variables, K, ctx, offset=2)
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
-    z = s = None
+    z: torch.Tensor | None = None
+    s: torch.Tensor | None = None
     prev_ach = None
     k = 0
 
@@ -489,6 +500,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     SF = SF[ok]
     SX = {n: t.detach().clone()[torch.as_tensor(ok, device=t.device)] for n, t in batch.X.items()}
     return _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget)
+
 
 def _refine(
     problem: MultiObjectiveProblem,
@@ -625,6 +637,8 @@ def _continue(
         return F, X, fate, False
     free = np.flatnonzero(~dom)
     n_s = min(free.size, max(2, math.ceil(o.front_verify * free.size)))
+    if o.front_verify_max > 0:
+        n_s = min(n_s, max(2, o.front_verify_max))
     sample = free[np.linspace(0, free.size - 1, n_s).round().astype(int)] if n_s else free
     rb.descend(res[1], cosine(0, iters, 0.1))  # the first corrector step of every row (no evaluation)
     sn = s.cpu().numpy().astype(np.float64)
