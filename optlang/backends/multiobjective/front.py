@@ -281,6 +281,7 @@ def _rays_slsqp(
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
     n = int(fl.lo.size)
     last: list[Any] = [None, None, None]  # the last x, F, J (SLSQP asks for fun and jac at one x in turn)
+    pending: list[tuple[np.ndarray, np.ndarray]] = []  # evaluated (F, x) not yet in the archive
 
     def split(Xf: np.ndarray) -> dict[str, torch.Tensor]:
         out, i = {}, 0
@@ -295,14 +296,19 @@ def _rays_slsqp(
         if ev.count >= budget:
             raise _Spent
         xt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        outs = [f(fl.split(xt)).reshape(()) for f in fns]
-        rows = [torch.autograd.grad(v, xt, allow_unused=True, retain_graph=True)[0] for v in outs]
-        F = np.array([float(v.detach()) for v in outs])
+        out = torch.stack([f(fl.split(xt)).reshape(()) for f in fns])
+        F = out.detach().numpy().copy()
+        rows = [torch.autograd.grad(out[i], xt, allow_unused=True, retain_graph=True)[0] for i in range(m)]
         J = np.stack([np.zeros(n) if r is None else r.numpy() for r in rows])
         ev.count += 1
-        archive.add(torch.as_tensor(F[None]), split(x[None]))
+        pending.append((F, x.copy()))  # archived in batches (one merge per ray, not per point)
         last[:] = [x.copy(), F, J]
         return F, J
+
+    def flush() -> None:
+        if pending:
+            archive.add(torch.as_tensor(np.array([f for f, _ in pending])), split(np.array([x for _, x in pending])))
+            pending.clear()
 
     tries = 1 + max(0, o.front_ray_retries)
     X0 = batched_init(problem.variables, W.shape[0] * tries, ctx, offset=2)
@@ -322,6 +328,26 @@ def _rays_slsqp(
         for a, b in zip(fl.lo, fl.hi, strict=True)
     ]
     bounds.append((None, None))
+
+    def solve_ray(
+        w: np.ndarray, x: np.ndarray, axis_ray: bool, z: np.ndarray, s: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """The point of direction w from x: (x, F, SLSQP iterations). An axis ray has no phase 1 (its
+        start's ideal is not known; the penalties alone find the point least in the other objectives)."""
+        phases = [] if axis_ray else [(np.maximum(w, o.front_delta), np.full(m, o.front_alpha))]
+        if np.any(w <= 1e-12):
+            phases.append((w, np.where(w > 1e-12, o.front_alpha, o.front_alpha + 1.0 / o.front_delta)))
+        nits = 0
+        for j, (wc, pen) in enumerate(phases):
+            nit, xn = _ps_slsqp(fj, x, wc, pen, z, s, bounds, o)
+            nits += nit
+            xn = np.clip(xn, fl.lo, fl.hi)
+            # phase 2 keeps its point only near phase 1's (on a front whose least value of objective i
+            # is one point, not a piece of boundary, it would slide into that corner)
+            if j == 0 or np.abs((fj(xn)[0] - fj(x)[0]) / s).max() <= 3 * o.front_delta:
+                x = xn
+        return x, fj(x)[0], nits
+
     try:
         F0, _ = fj(x_start)
         z, s = F0 - 1e-3 * (1 + np.abs(F0)), 1 + np.abs(F0)
@@ -329,6 +355,7 @@ def _rays_slsqp(
             if ctx.should_stop():
                 stopped = "time"
                 break
+            flush()
             if r == len(axis) and sols:  # the axis rays are done: normalize by their payoff table
                 P = np.array([f for _, f in sols.values()])
                 lo = np.minimum(archive.all().min(0), P.min(0))
@@ -337,25 +364,13 @@ def _rays_slsqp(
             w = W[k]
             inner = [i for i in sols if i not in axis]  # (an axis ray's point may be a degenerate corner)
             near = min(inner, key=lambda i: float(np.abs(W[i] - w).sum())) if inner else None
-            # (an axis ray has no phase 1: its start's ideal is unknown, and the penalties alone find the
-            # point least in the other objectives)
-            phases = [] if r < len(axis) else [(np.maximum(w, o.front_delta), np.full(m, o.front_alpha))]
-            if np.any(w <= 1e-12):
-                phases.append((w, np.where(w > 1e-12, o.front_alpha, o.front_alpha + 1.0 / o.front_delta)))
             for attempt in range(tries):
                 if attempt == 0 and near is not None and o.front_ray_warm:
                     x = sols[near][0]
                 else:
                     x = starts[k + W.shape[0] * attempt]
-                for j, (wc, pen) in enumerate(phases):
-                    nit, xn = _ps_slsqp(fj, x, wc, pen, z, s, bounds, o)
-                    iters += nit
-                    xn = np.clip(xn, fl.lo, fl.hi)
-                    # phase 2 keeps its point only near phase 1's (on a front whose least value of
-                    # objective i is one point, not a piece of boundary, it would slide into that corner)
-                    if j == 0 or np.abs((fj(xn)[0] - fj(x)[0]) / s).max() <= 3 * o.front_delta:
-                        x = xn
-                Fx = fj(x)[0]
+                x, Fx, nit = solve_ray(w, x, r < len(axis), z, s)
+                iters += nit
                 # a point another ray already holds is a local solution (a degenerate corner): try again
                 # from the next seeded start
                 dup = any(np.abs((Fx - f) / s).max() <= 1e-3 for _, f in sols.values())
@@ -363,8 +378,26 @@ def _rays_slsqp(
                     break
             if np.all(np.isfinite(Fx)) and not dup:
                 sols[k] = (x, Fx)
+        if o.front_ray_split and len(sols) >= 2 and not ctx.should_stop():
+            # the next Das-Dennis level: the midpoint of each pair of neighbouring solved directions,
+            # started from the midpoint of their two points (close to its solution: a few iterations)
+            keys = sorted(sols)
+            Wk = W[keys]
+            D = np.abs(Wk[:, None, :] - Wk[None, :, :]).sum(2)
+            step = D[D > 1e-12].min()
+            ia, ib = np.nonzero(np.triu(np.abs(D - step) <= 1e-9 * max(1.0, step), 1))
+            for a, b in zip(ia.tolist(), ib.tolist(), strict=True):
+                if ctx.should_stop():
+                    stopped = "time"
+                    break
+                w = 0.5 * (Wk[a] + Wk[b])
+                x, Fx, nit = solve_ray(w, 0.5 * (sols[keys[a]][0] + sols[keys[b]][0]), False, z, s)
+                iters += nit
+                if np.all(np.isfinite(Fx)) and not any(np.abs((Fx - f) / s).max() <= 1e-3 for _, f in sols.values()):
+                    sols[len(W) + len(sols)] = (x, Fx)
     except _Spent:
         stopped = "limit"
+    flush()
     keys = sorted(sols)
     SF = np.array([sols[k][1] for k in keys]) if keys else np.zeros((0, m))
     Xs = np.array([sols[k][0] for k in keys]) if keys else np.zeros((0, n))

@@ -484,6 +484,7 @@ class ParetoM3Options:
     front_ray_iters: int = 40  # SLSQP iterations per ray at most
     front_ray_tol: float = 1e-10  # SLSQP's ftol on each ray
     front_ray_retries: int = 2  # seeded restarts of a ray whose point another ray already holds
+    front_ray_split: bool = True  # slsqp: also solve the midpoints of neighbouring directions (next level)
     front_ray_warm: bool = True  # start each SLSQP ray from the nearest solved non-axis ray's point (else seeded)
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
