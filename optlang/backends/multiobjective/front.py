@@ -9,8 +9,9 @@ projected-Adam batch (one vmapped evaluation and one backward pass per iteration
 when no achievement value moved more than `front_tol` over 10 iterations (or at `front_iters`, at
 most `front_stage0` of the budget). With `front_solver="slsqp"` (box and free variables) the rays
 run one at a time instead: SLSQP on the augmented Pascoletti-Serafini problem (see `_rays_slsqp`),
-about 10 directions for 3 objectives, each converged to the front in ~20 evaluations, so that the
-predictors interpolated between them are on the front too; at most `front_ray_share` of the budget.
+10 directions for 3 objectives and (`front_ray_split`) the midpoints of neighbouring ones, each
+converged to the front (~330 evaluations in all on DTLZ2), so that the predictors interpolated
+between them are on the front too; at most `front_ray_share` of the budget.
 
 Refinement (continuation along the front, adapted to its shape): the edges between neighbouring
 solutions — consecutive in f1 for 2 objectives, the Delaunay mesh of the solutions projected along
