@@ -258,8 +258,8 @@ def _rays_slsqp(
 
     q = (F − z)/s, in float64 on the CPU (one evaluation = F and its Jacobian at one point, the
     unit of the rest of the sweep). A direction with zero components then runs a second phase
-    from that point, where each zero component is an exact penalty (weight 1/δ, δ = `front_delta`)
-    instead of a constraint: that objective goes to its least value, so a ray of the front's
+    from that point, the same constraints plus an exact penalty (weight 1/δ, δ = `front_delta`) on
+    each zero component: that objective goes to its least value, so a ray of the front's
     boundary ends on it exactly (on a bound of the box, where the floor δ leaves it ~δ inside) and
     the refinement's predictors interpolated between two such points stay on it. The second phase
     keeps its point only within 3δ (normalized) of the first's: where the least value of that
@@ -337,7 +337,10 @@ def _rays_slsqp(
         start's ideal is not known; the penalties alone find the point least in the other objectives)."""
         phases = [] if axis_ray else [(np.maximum(w, o.front_delta), np.full(m, o.front_alpha))]
         if np.any(w <= 1e-12):
-            phases.append((w, np.where(w > 1e-12, o.front_alpha, o.front_alpha + 1.0 / o.front_delta)))
+            # phase 2 keeps phase 1's constraints (floor δ), which hold it on its ray while the penalty takes
+            # the zero components to their least values (an axis ray: the penalties alone)
+            pen = np.where(w > 1e-12, o.front_alpha, o.front_alpha + 1.0 / o.front_delta)
+            phases.append((w if axis_ray else np.maximum(w, o.front_delta), pen))
         nits = 0
         for j, (wc, pen) in enumerate(phases):
             nit, xn = _ps_slsqp(fj, x, wc, pen, z, s, bounds, o)

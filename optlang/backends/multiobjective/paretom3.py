@@ -482,7 +482,7 @@ class ParetoM3Options:
     front_solver: str = "adam"  # stage-0 rays: "slsqp" (one ray at a time, box/free variables) | "adam" (batched)
     front_ray_share: float = 0.1  # with front_solver 'slsqp', stage 0 takes at most this fraction of front_evals
     front_ray_iters: int = 40  # SLSQP iterations per ray at most
-    front_ray_tol: float = 1e-10  # SLSQP's ftol on each ray
+    front_ray_tol: float = 1e-7  # SLSQP's ftol on each ray
     front_ray_retries: int = 2  # seeded restarts of a ray whose point another ray already holds
     front_ray_split: bool = True  # slsqp: also solve the midpoints of neighbouring directions (next level)
     front_ray_warm: bool = True  # start each SLSQP ray from the nearest solved non-axis ray's point (else seeded)
