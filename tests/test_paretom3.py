@@ -220,6 +220,63 @@ def test_front_mode_zdt1() -> None:
     assert "x" in res.values and res.values["x"].shape == (4,)
 
 
+def test_front_slsqp_rays_land_on_the_front() -> None:
+    """front_solver='slsqp': the rays' points, and the predictors interpolated between them, lie on the
+    DTLZ2 sphere (the batched Adam rays at the same budget do not), the boundary rays end exactly on the
+    boundary (an objective exactly 0), and front_verify_max caps each round's verified predictors."""
+    problem = dtlz2_problem(6, 3)
+
+    def radius_error(res) -> np.ndarray:
+        F = np.array([[p["objectives"][f"f{i + 1}"] for i in range(3)] for p in res.info["front"]])
+        return np.abs(np.linalg.norm(F, axis=1) - 1.0), F
+
+    res = solve(
+        problem, front_solver="slsqp", front_points=10, front_evals=600, front_ray_share=0.5, front_verify_max=2
+    )
+    err, F = radius_error(res)
+    assert res.info["evaluations"] <= 600 and res.info["directions"] == 10
+    assert np.median(err) < 1e-6 and F.shape[0] > 300
+    assert int((F.min(1) == 0.0).sum()) >= 6  # points on the three boundary arcs, exactly
+    assert res.info["corrected"] <= 2 * res.info["refinements"]
+    adam_err, _ = radius_error(solve(problem, front_evals=600))
+    assert np.median(adam_err) > 100 * max(np.median(err), 1e-9)
+
+
+def test_front_slsqp_split_solves_the_next_direction_level() -> None:
+    """front_ray_split: the 10 rays of 3 objectives (Das-Dennis level 3) and the midpoints of their 18
+    neighbour pairs (level 6) are all stage-0 solutions on the DTLZ2 sphere, along their directions."""
+    from optlang.backends.multiobjective import front
+    from optlang.backends.multiobjective.common import Archive, BatchEval
+    from optlang.backends.multiobjective.metrics import directions
+
+    problem = dtlz2_problem(6, 3)
+    opts = ParetoM3().make_options({"front_solver": "slsqp"})
+    ctx = RunContext(seed=0)
+    for split, count in ((False, 10), (True, 28)):
+        ev = BatchEval(problem, ctx, False)
+        opts.front_ray_split = split
+        SF, _, _, stopped = front._rays_slsqp(problem, directions(10, 3), opts, ctx, Archive(), ev, 2000)
+        assert stopped == "converged" and SF.shape[0] == count
+        assert np.abs(np.linalg.norm(SF, axis=1) - 1).max() < 1e-6
+        got = SF / SF.sum(1, keepdims=True)
+        want = das_dennis(6 if split else 3, 3)
+        # every direction has its point (within the floor δ = 0.01 of the first phase, for a boundary ray
+        # whose exact-penalty phase was not kept), most of them to the ideal's offset 1e-3
+        off = np.abs(got[:, None, :] - want[None, :, :]).sum(2).min(0)
+        assert off.max() < 0.03 and np.median(off) < 1e-3
+
+
+def test_rayable_only_box_and_free_variables() -> None:
+    from optlang.backends.multiobjective.front import rayable
+
+    assert rayable(dtlz2_problem(6, 3), 200) and not rayable(dtlz2_problem(6, 3), 5)
+    simplex = MultiObjectiveProblem(
+        variables=(Variable("x", (3,), Domain("simplex")),),
+        objectives=(("f1", sq_dist(np.array([1.0, 0, 0]))), ("f2", sq_dist(np.array([0, 1.0, 0])))),
+    )
+    assert not rayable(simplex, 200)
+
+
 def test_front_subset_keeps_hypervolume() -> None:
     """front_max = k keeps k points by greedy least-contributor removal: the extremes stay, and the
     subset's hypervolume beats an evenly strided subset of the same size."""
@@ -428,7 +485,14 @@ def test_refusals_limits_and_divergence() -> None:
     with pytest.raises(OptionError, match="guard"):
         backend.solve(problem, ParetoM3Options(guard="maybe"), RunContext(seed=0))
     front = zdt_problem(1, 4)
-    for bad_opt in ({"front_stage0": 0.0}, {"front_stage0": 1.5}, {"front_verify": -0.1}, {"front_beta2": 1.0}):
+    for bad_opt in (
+        {"front_stage0": 0.0},
+        {"front_stage0": 1.5},
+        {"front_verify": -0.1},
+        {"front_beta2": 1.0},
+        {"front_solver": "newton"},
+        {"front_ray_share": 0.0},
+    ):
         with pytest.raises(OptionError, match="front_"):
             backend.solve(front, backend.make_options(bad_opt), RunContext(seed=0))
 

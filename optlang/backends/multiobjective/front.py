@@ -7,7 +7,11 @@ achievement  τ·logsumexp_i(a_i/τ) + α Σ a_i,  a_i = (F_i − z_i)/(s_i w̃_
 which sits where the ray meets the front whatever its shape (convex, concave); all K run as one
 projected-Adam batch (one vmapped evaluation and one backward pass per iteration). Stage 0 ends
 when no achievement value moved more than `front_tol` over 10 iterations (or at `front_iters`, at
-most `front_stage0` of the budget).
+most `front_stage0` of the budget). With `front_solver="slsqp"` (box and free variables) the rays
+run one at a time instead: SLSQP on the augmented Pascoletti-Serafini problem (see `_rays_slsqp`),
+10 directions for 3 objectives and (`front_ray_split`) the midpoints of neighbouring ones, each
+converged to the front (~330 evaluations in all on DTLZ2), so that the predictors interpolated
+between them are on the front too; at most `front_ray_share` of the budget.
 
 Refinement (continuation along the front, adapted to its shape): the edges between neighbouring
 solutions — consecutive in f1 for 2 objectives, the Delaunay mesh of the solutions projected along
@@ -234,40 +238,270 @@ def _distinct(
     return np.asarray(out, dtype=np.int64)
 
 
+class _Spent(Exception):
+    """The stage-0 evaluation budget ran out inside an SLSQP ray."""
+
+
+def rayable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
+    """True when every variable is box or free and there are at most `max_dim` scalars (the SLSQP rays)."""
+    if any(v.domain.kind not in ("box", "free") for v in problem.variables):
+        return False
+    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables) <= max_dim
+
+
+def _rays_slsqp(
+    problem: MultiObjectiveProblem, W: np.ndarray, o: Any, ctx: RunContext, archive: Any, ev: Any, budget: int
+) -> tuple[np.ndarray, dict[str, torch.Tensor], int, str]:
+    """Stage 0 by SLSQP: each ray's point solves the augmented Pascoletti-Serafini problem
+
+        min_{x, t}  t + α Σ_i q_i(x)   s.t.  q_i(x) ≤ t max(w_i, δ),  x in its box,
+
+    q = (F − z)/s, in float64 on the CPU (one evaluation = F and its Jacobian at one point, the
+    unit of the rest of the sweep). A direction with zero components then runs a second phase
+    from that point, the same constraints plus an exact penalty (weight 1/δ, δ = `front_delta`) on
+    each zero component: that objective goes to its least value, so a ray of the front's
+    boundary ends on it exactly (on a bound of the box, where the floor δ leaves it ~δ inside) and
+    the refinement's predictors interpolated between two such points stay on it. The second phase
+    keeps its point only within 3δ (normalized) of the first's: where the least value of that
+    objective is one point and not a piece of boundary, it would slide into that corner.
+
+    The m axis rays run first (penalties only: the ideal is not known yet), from seeded starts;
+    their points give the ideal (the archive's least values) and the nadir (the payoff table's
+    largest) that normalize the other rays, which run from the centre direction outwards, each
+    started from the point of the nearest non-axis ray already solved (an axis point may be a
+    degenerate corner, where the gradients of some objectives vanish). A ray whose point another
+    ray already holds (a local solution) runs again from the next seeded start, at most
+    `front_ray_retries` times. At most `budget` evaluations in all (the count of `ev`); returns
+    (F (K', m), X, SLSQP iterations, stopped) of the rays solved.
+    """
+    from optlang.backends.multiobjective.common import batched_init
+    from optlang.backends.multiobjective.polish import _Flat
+
+    m = W.shape[1]
+    fl = _Flat(problem)
+    fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+    n = int(fl.lo.size)
+    last: list[Any] = [None, None, None]  # the last x, F, J (SLSQP asks for fun and jac at one x in turn)
+    pending: list[tuple[np.ndarray, np.ndarray]] = []  # evaluated (F, x) not yet in the archive
+
+    def split(Xf: np.ndarray) -> dict[str, torch.Tensor]:
+        out, i = {}, 0
+        for v, size in zip(fl.vars, fl.sizes, strict=True):
+            out[v.name] = torch.as_tensor(Xf[:, i : i + size].reshape(Xf.shape[0], *v.shape))
+            i += size
+        return out
+
+    def fj(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if last[0] is not None and np.array_equal(last[0], x):
+            return last[1], last[2]
+        if ev.count >= budget:
+            raise _Spent
+        xt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
+        out = torch.stack([f(fl.split(xt)).reshape(()) for f in fns])
+        F = out.detach().numpy().copy()
+        rows = [torch.autograd.grad(out[i], xt, allow_unused=True, retain_graph=True)[0] for i in range(m)]
+        J = np.stack([np.zeros(n) if r is None else r.numpy() for r in rows])
+        ev.count += 1
+        pending.append((F, x.copy()))  # archived in batches (one merge per ray, not per point)
+        last[:] = [x.copy(), F, J]
+        return F, J
+
+    def flush() -> None:
+        if pending:
+            archive.add(torch.as_tensor(np.array([f for f, _ in pending])), split(np.array([x for _, x in pending])))
+            pending.clear()
+
+    tries = 1 + max(0, o.front_ray_retries)
+    X0 = batched_init(problem.variables, W.shape[0] * tries, ctx, offset=2)
+    starts = [
+        np.clip(fl.flat({k: v[i].cpu().numpy() for k, v in X0.items()}), fl.lo, fl.hi)
+        for i in range(W.shape[0] * tries)
+    ]
+    x_start = starts[0]
+    axis = [int(i) for i in np.flatnonzero((W > 0).sum(1) == 1)]
+    rest = [i for i in range(W.shape[0]) if i not in set(axis)]
+    order = axis + sorted(rest, key=lambda i: float(np.abs(W[i] - 1.0 / m).sum()))  # from the centre out
+    sols: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # ray -> (x, F)
+    iters = 0
+    stopped = "converged"
+    bounds: list[tuple[float | None, float | None]] = [
+        (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
+        for a, b in zip(fl.lo, fl.hi, strict=True)
+    ]
+    bounds.append((None, None))
+
+    def solve_ray(
+        w: np.ndarray, x: np.ndarray, axis_ray: bool, z: np.ndarray, s: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """The point of direction w from x: (x, F, SLSQP iterations). An axis ray has no phase 1 (its
+        start's ideal is not known; the penalties alone find the point least in the other objectives)."""
+        phases = [] if axis_ray else [(np.maximum(w, o.front_delta), np.full(m, o.front_alpha))]
+        if np.any(w <= 1e-12):
+            # phase 2 keeps phase 1's constraints (floor δ), which hold it on its ray while the penalty takes
+            # the zero components to their least values (an axis ray: the penalties alone)
+            pen = np.where(w > 1e-12, o.front_alpha, o.front_alpha + 1.0 / o.front_delta)
+            phases.append((w if axis_ray else np.maximum(w, o.front_delta), pen))
+        nits = 0
+        for j, (wc, pen) in enumerate(phases):
+            nit, xn = _ps_slsqp(fj, x, wc, pen, z, s, bounds, o)
+            nits += nit
+            xn = np.clip(xn, fl.lo, fl.hi)
+            # phase 2 keeps its point only near phase 1's (on a front whose least value of objective i
+            # is one point, not a piece of boundary, it would slide into that corner)
+            if j == 0 or np.abs((fj(xn)[0] - fj(x)[0]) / s).max() <= 3 * o.front_delta:
+                x = xn
+        return x, fj(x)[0], nits
+
+    try:
+        F0, _ = fj(x_start)
+        z, s = F0 - 1e-3 * (1 + np.abs(F0)), 1 + np.abs(F0)
+        for r, k in enumerate(order):
+            if ctx.should_stop():
+                stopped = "time"
+                break
+            flush()
+            if r == len(axis) and sols:  # the axis rays are done: normalize by their payoff table
+                P = np.array([f for _, f in sols.values()])
+                lo = np.minimum(archive.all().min(0), P.min(0))
+                hi = np.maximum(P.max(0), lo + 1e-6 * (1 + np.abs(lo)))
+                z, s = lo - 1e-3 * (hi - lo), (hi - lo) * (1 + 1e-3)
+            w = W[k]
+            inner = [i for i in sols if i not in axis]  # (an axis ray's point may be a degenerate corner)
+            near = min(inner, key=lambda i: float(np.abs(W[i] - w).sum())) if inner else None
+            for attempt in range(tries):
+                if attempt == 0 and near is not None and o.front_ray_warm:
+                    x = sols[near][0]
+                else:
+                    x = starts[k + W.shape[0] * attempt]
+                x, Fx, nit = solve_ray(w, x, r < len(axis), z, s)
+                iters += nit
+                # a point another ray already holds is a local solution (a degenerate corner): try again
+                # from the next seeded start
+                dup = any(np.abs((Fx - f) / s).max() <= 1e-3 for _, f in sols.values())
+                if not dup:
+                    break
+            if np.all(np.isfinite(Fx)) and not dup:
+                sols[k] = (x, Fx)
+        if o.front_ray_split and len(sols) >= 2 and not ctx.should_stop():
+            # the next Das-Dennis level: the midpoint of each pair of neighbouring solved directions,
+            # started from the midpoint of their two points (close to its solution: a few iterations)
+            keys = sorted(sols)
+            Wk = W[keys]
+            D = np.abs(Wk[:, None, :] - Wk[None, :, :]).sum(2)
+            step = D[D > 1e-12].min()
+            ia, ib = np.nonzero(np.triu(np.abs(D - step) <= 1e-9 * max(1.0, step), 1))
+            for a, b in zip(ia.tolist(), ib.tolist(), strict=True):
+                if ctx.should_stop():
+                    stopped = "time"
+                    break
+                w = 0.5 * (Wk[a] + Wk[b])
+                x, Fx, nit = solve_ray(w, 0.5 * (sols[keys[a]][0] + sols[keys[b]][0]), False, z, s)
+                iters += nit
+                if np.all(np.isfinite(Fx)) and not any(np.abs((Fx - f) / s).max() <= 1e-3 for _, f in sols.values()):
+                    sols[len(W) + len(sols)] = (x, Fx)
+    except _Spent:
+        stopped = "limit"
+    flush()
+    keys = sorted(sols)
+    SF = np.array([sols[k][1] for k in keys]) if keys else np.zeros((0, m))
+    Xs = np.array([sols[k][0] for k in keys]) if keys else np.zeros((0, n))
+    SX = {k: v.to(dtype=ctx.dtype, device=ctx.device) for k, v in split(Xs).items()}
+    return SF, SX, iters, stopped
+
+
+def _ps_slsqp(
+    fj: Any,
+    x0: np.ndarray,
+    w: np.ndarray,
+    pen: np.ndarray,
+    z: np.ndarray,
+    s: np.ndarray,
+    bounds: list[tuple[float | None, float | None]],
+    o: Any,
+) -> tuple[int, np.ndarray]:
+    """min t + pen·q(x) s.t. q_i(x) ≤ t w_i (w_i > 0), x in `bounds`, by SLSQP from x0; (iterations, x)."""
+    from scipy import optimize
+
+    act = np.flatnonzero(w > 1e-12)
+
+    def q(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        F, J = fj(x)
+        return (F - z) / s, J / s[:, None]
+
+    def fun(v: np.ndarray) -> float:
+        return float(v[-1] + pen @ q(v[:-1])[0])
+
+    def jac(v: np.ndarray) -> np.ndarray:
+        return np.concatenate([pen @ q(v[:-1])[1], [1.0]])
+
+    def cf(v: np.ndarray) -> np.ndarray:
+        return v[-1] * w[act] - q(v[:-1])[0][act]
+
+    def cj(v: np.ndarray) -> np.ndarray:
+        return np.concatenate([-q(v[:-1])[1][act], w[act][:, None]], 1)
+
+    q0 = q(x0)[0]
+    t0 = float((q0[act] / w[act]).max())
+    res = optimize.minimize(
+        fun,
+        np.concatenate([x0, [t0]]),
+        jac=jac,
+        method="SLSQP",
+        bounds=bounds,
+        constraints=[{"type": "ineq", "fun": cf, "jac": cj}],
+        options={"maxiter": o.front_ray_iters, "ftol": o.front_ray_tol},
+    )
+    return int(res.nit), np.asarray(res.x[:-1], dtype=np.float64)
+
+
+def _normalization(
+    archive: Any, Fcur: Any, nd_mask: np.ndarray | None, ctx: RunContext
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ideal z = the archive's minimum; nadir = the worst non-dominated current solution (`nd_mask`:
+    the non-dominated rows of a finite Fcur, when already known). Returns (z, nadir − z)."""
+    Fc = np.asarray(Fcur.detach().cpu().numpy() if isinstance(Fcur, torch.Tensor) else Fcur, dtype=np.float64)
+    if nd_mask is None:
+        Fc = Fc[np.all(np.isfinite(Fc), axis=1)]
+        Fc = Fc[nondominated_mask(Fc)]
+    else:
+        Fc = Fc[nd_mask]
+    lo = archive.all().min(0)
+    hi = Fc.max(0) if Fc.shape[0] else archive.all().max(0)
+    hi = np.maximum(hi, lo + 1e-6 * (1 + np.abs(lo)))
+    z_ = lo - 1e-3 * (hi - lo)
+    return (
+        torch.as_tensor(z_, dtype=ctx.dtype, device=ctx.device),
+        torch.as_tensor(hi - z_, dtype=ctx.dtype, device=ctx.device),
+    )
+
+
 def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any, ev: Any) -> FrontRun:
     """Run stage 0 and the refinements; every evaluated point goes to `archive`."""
     from optlang.backends.multiobjective.common import batched_init, cosine
 
     m = len(problem.objectives)
-    W = directions(o.front_points if o.front_points > 0 else {2: 40, 3: 36}.get(m, 70), m)
+    slsqp = o.front_solver == "slsqp" and rayable(problem, o.polish_max_dim)
+    default_k = {2: 10, 3: 10}.get(m, 15) if slsqp else {2: 40, 3: 36}.get(m, 70)
+    W = directions(o.front_points if o.front_points > 0 else default_k, m)
     K = W.shape[0]
     budget = o.front_evals if o.front_evals > 0 else 10**12
+    if slsqp:
+        cap0 = int(o.front_ray_share * budget) if budget < 10**12 else 10**12
+        SF, SX, stage0, stopped = _rays_slsqp(problem, W, o, ctx, archive, ev, cap0)
+        z0, s0 = _normalization(archive, SF, None, ctx)
+        return _refine(problem, o, ctx, archive, ev, SF, SX, z0, s0, K, stage0, stage0, stopped, budget)
     iters0 = ctx.max_iter if ctx.max_iter is not None else o.front_iters
     iters0 = max(1, min(iters0, int(o.front_stage0 * budget) // K if budget < 10**12 else iters0))
     X0 = batched_init(problem.variables, K, ctx, offset=2)
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
-    z = s = None
+    z: torch.Tensor | None = None
+    s: torch.Tensor | None = None
     prev_ach = None
     k = 0
 
     def normalization(Fcur: Any, nd_mask: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Ideal z = the archive's minimum; nadir = the worst non-dominated current solution (`nd_mask`:
-        the non-dominated rows of a finite Fcur, when already known)."""
-        Fc = np.asarray(Fcur.detach().cpu().numpy() if isinstance(Fcur, torch.Tensor) else Fcur, dtype=np.float64)
-        if nd_mask is None:
-            Fc = Fc[np.all(np.isfinite(Fc), axis=1)]
-            Fc = Fc[nondominated_mask(Fc)]
-        else:
-            Fc = Fc[nd_mask]
-        lo = archive.all().min(0)
-        hi = Fc.max(0) if Fc.shape[0] else archive.all().max(0)
-        hi = np.maximum(hi, lo + 1e-6 * (1 + np.abs(lo)))
-        z_ = lo - 1e-3 * (hi - lo)
-        return (
-            torch.as_tensor(z_, dtype=ctx.dtype, device=ctx.device),
-            torch.as_tensor(hi - z_, dtype=ctx.dtype, device=ctx.device),
-        )
+        return _normalization(archive, Fcur, nd_mask, ctx)
 
     while k < iters0:
         if ctx.should_stop():
@@ -302,6 +536,27 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     ok = np.all(np.isfinite(SF), axis=1)
     SF = SF[ok]
     SX = {n: t.detach().clone()[torch.as_tensor(ok, device=t.device)] for n, t in batch.X.items()}
+    return _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget)
+
+
+def _refine(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    SF: np.ndarray,
+    SX: dict[str, torch.Tensor],
+    z: torch.Tensor,
+    s: torch.Tensor,
+    K: int,
+    iterations: int,
+    stage0: int,
+    stopped: str,
+    budget: int,
+) -> FrontRun:
+    """The refinement rounds from the stage-0 solutions SF (objective vectors) and SX (points)."""
+    m = len(problem.objectives)
     nd_mask = nondominated_mask(SF)
     fresh_from = 0
     gaps: set[int] = set()  # keys (_key) of the edges split already or found spanning a gap
@@ -369,10 +624,10 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             SX = {n: torch.cat([t, Xk[n][ki]]) for n, t in SX.items()}
         cost = max(1.0, (ev.count - spent0) / max(1, ia.size))
         nd_mask = nondominated_mask(SF)
-        z, s = normalization(SF, nd_mask)
+        z, s = _normalization(archive, SF, nd_mask, ctx)
     return FrontRun(
         evaluations=ev.count,
-        iterations=k,
+        iterations=iterations,
         stopped=stopped,
         directions=K,
         stage0_iterations=stage0,
@@ -419,6 +674,8 @@ def _continue(
         return F, X, fate, False
     free = np.flatnonzero(~dom)
     n_s = min(free.size, max(2, math.ceil(o.front_verify * free.size)))
+    if o.front_verify_max > 0:
+        n_s = min(n_s, max(2, o.front_verify_max))
     sample = free[np.linspace(0, free.size - 1, n_s).round().astype(int)] if n_s else free
     rb.descend(res[1], cosine(0, iters, 0.1))  # the first corrector step of every row (no evaluation)
     sn = s.cpu().numpy().astype(np.float64)

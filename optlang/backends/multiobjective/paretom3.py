@@ -479,6 +479,13 @@ class ParetoM3Options:
     starts: int = 1  # independent starts in preference mode (the best weakly Pareto one is returned)
     merit_iters: int = 150  # inner maximization steps for the reported merit u(x)
     merit_tol: float = 1e-4  # u(x) ≤ merit_tol · (1 + max|F|) counts as weakly Pareto in the check
+    front_solver: str = "adam"  # stage-0 rays: "slsqp" (one ray at a time, box/free variables) | "adam" (batched)
+    front_ray_share: float = 0.1  # with front_solver 'slsqp', stage 0 takes at most this fraction of front_evals
+    front_ray_iters: int = 40  # SLSQP iterations per ray at most
+    front_ray_tol: float = 1e-7  # SLSQP's ftol on each ray
+    front_ray_retries: int = 2  # seeded restarts of a ray whose point another ray already holds
+    front_ray_split: bool = True  # slsqp: also solve the midpoints of neighbouring directions (next level)
+    front_ray_warm: bool = True  # start each SLSQP ray from the nearest solved non-axis ray's point (else seeded)
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
     front_evals: int = 4000  # point-evaluation budget of the whole front; 0 = none
@@ -488,6 +495,7 @@ class ParetoM3Options:
     refine_iters: int = 3  # steps of each refinement point (all of a round as one batch)
     refine_lr: float = 0.25  # the refinement's Adam rate, as a fraction of front_lr
     front_verify: float = 0.05  # fraction of kept midpoint predictors also corrected, to test the predictor
+    front_verify_max: int = 0  # at most this many verified predictors per round (at least 2); 0 = no cap
     front_predict_tol: float = 1e-3  # a correction gaining more than this (normalized, every objective) corrects all
     front_lr: float = 0.08  # Adam rate of the rays (domain units)
     front_beta1: float = 0.9  # the rays' Adam moment decays (0.5 / 0.9 converge DTLZ2 faster, lose DTLZ7 pieces)
@@ -529,6 +537,10 @@ class ParetoM3(Backend):
             raise OptionError(
                 "front_scalar", f"front_scalar must be 'chebyshev' or 'pbi', not {options.front_scalar!r}"
             )
+        if options.front_solver not in ("slsqp", "adam"):
+            raise OptionError("front_solver", f"front_solver must be 'slsqp' or 'adam', not {options.front_solver!r}")
+        if not 0 < options.front_ray_share <= 1:
+            raise OptionError("front_ray_share", "front_ray_share must be a fraction in (0, 1]")
         if not 0 < options.front_stage0 <= 1:
             raise OptionError("front_stage0", "front_stage0 must be a fraction in (0, 1]")
         if not 0 <= options.front_verify <= 1:
