@@ -137,3 +137,28 @@ def test_lattice_from_a_model_file() -> None:
     r = m.solve(seed=0)
     assert r.info["lattice"] == "torus 8x10, bit-packed"
     assert r.ok
+
+
+def test_detection_fuzz_random_four_regular_graphs_and_perturbed_tori() -> None:
+    """Random 4-regular ±1 graphs are never taken for tori; a torus with one edge rewired is not either,
+    and every detected torus packs to the energy of its couplings."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.choice([16, 36, 64, 100]))
+        W = data.random_regular(n, 4, int(rng.integers(1 << 30)), "signed", None).W
+        assert detect_torus(IsingProblem.from_maxcut(W).J, np.zeros(n)) is None
+    for _ in range(10):
+        rows, cols = (int(x) for x in rng.choice([4, 6, 8, 10], size=2))
+        W = sp.lil_matrix(data.torus(rows, cols, int(rng.integers(1 << 30)), "signed", None).W)
+        P = IsingProblem.from_maxcut(sp.csr_matrix(W))
+        shape = detect_torus(P.J, P.h)
+        assert shape is not None
+        s = rng.choice([-1.0, 1.0], rows * cols)
+        pk = PackedTorus(shape, "cpu")
+        assert pk.energy(pk.pack(torch.as_tensor(s))) == pytest.approx(float(s @ (P.J @ s)))
+        a, b = 0, 1  # swap the edge 0–1 for 0–(cols + 1): degrees change, and so must the answer
+        W[a, b] = W[b, a] = 0
+        W[a, cols + 1] = W[cols + 1, a] = 1
+        W = sp.csr_matrix(W)
+        W.eliminate_zeros()
+        assert detect_torus(IsingProblem.from_maxcut(W).J, np.zeros(rows * cols)) is None
