@@ -13,11 +13,21 @@ import optlang
 from optlang import data
 from optlang.backends.base import RunContext
 from optlang.backends.ising.specann import SpecAnn
-from optlang.backends.ising.specann.lattice import PackedTorus, RandomWords, anneal_torus, detect_torus, popcount
+from optlang.backends.ising.specann.lattice import (
+    MaskedTorus,
+    PackedTorus,
+    RandomWords,
+    anneal_torus,
+    detect_torus,
+    pack_torus,
+    popcount,
+    torus_colors,
+)
 from optlang.errors import OptionError
 from optlang.problem import IsingProblem
 
 SHAPES = [(4, 6), (6, 8), (64, 6), (66, 4), (70, 10), (128, 4), (130, 12), (192, 4)]
+ODD_SHAPES = [(3, 3), (3, 5), (5, 8), (6, 7), (7, 7), (65, 3), (129, 9)]
 
 
 def torus_problem(rows: int, cols: int, seed: int = 3, weights: str = "signed") -> IsingProblem:
@@ -25,7 +35,7 @@ def torus_problem(rows: int, cols: int, seed: int = 3, weights: str = "signed") 
 
 
 def test_detects_signed_and_unit_tori_row_by_row() -> None:
-    for rows, cols in SHAPES:
+    for rows, cols in SHAPES + ODD_SHAPES:
         sh = detect_torus(torus_problem(rows, cols).J, np.zeros(rows * cols))
         assert sh is not None and (sh.rows, sh.cols, sh.magnitude) == (rows, cols, 0.25)
     assert detect_torus(torus_problem(6, 8, weights="unit").J, np.zeros(48)) is not None
@@ -34,7 +44,7 @@ def test_detects_signed_and_unit_tori_row_by_row() -> None:
 def test_refuses_what_is_not_a_pm_j_torus() -> None:
     P = torus_problem(6, 8)
     assert detect_torus(P.J, np.ones(48)) is None  # a field
-    for rows, cols in [(5, 8), (6, 7), (2, 8), (8, 2)]:  # odd sides (no checkerboard), too thin
+    for rows, cols in [(2, 8), (8, 2), (1, 16)]:  # too thin: repeated or missing bonds
         assert detect_torus(torus_problem(rows, cols).J, np.zeros(rows * cols)) is None
     J = P.J.copy()
     J.data[0] *= 2.0  # two magnitudes
@@ -69,6 +79,33 @@ def test_pack_energy_and_metropolis_rule_match_the_couplings(rows: int, cols: in
                 Y = X.clone()
                 pk.half_sweep(Y, c, one, zero)
                 assert np.array_equal(pk.unpack(Y, torch.float64).numpy(), np.where(mine & allowed, -s, s))
+
+
+@pytest.mark.parametrize("rows,cols", ODD_SHAPES + [(6, 8)])
+def test_masked_layout_any_sides_matches_the_couplings(rows: int, cols: int) -> None:
+    """The plain layout with a graph colouring (odd sides: no checkerboard): round trip, sᵀJs, and each
+    colour's update against numpy, for all-zero / all-one acceptance masks."""
+    P = torus_problem(rows, cols)
+    shape = detect_torus(P.J, P.h)
+    assert shape is not None
+    col = torus_colors(rows, cols)
+    A = P.J.tocoo()
+    assert np.all(col[A.row] != col[A.col]) and col.max() == 2  # a proper 3-colouring
+    pk = MaskedTorus(shape, col, "cpu")
+    assert isinstance(pack_torus(shape, "cpu"), MaskedTorus if rows % 2 or cols % 2 else PackedTorus)
+    rng = np.random.default_rng(rows * 1000 + cols)
+    for _ in range(2):
+        s = rng.choice([-1.0, 1.0], rows * cols)
+        w = pk.pack(torch.as_tensor(s))
+        assert np.array_equal(pk.unpack(w, torch.float64).numpy(), s)
+        assert pk.energy(w) == pytest.approx(float(s @ (P.J @ s)), abs=1e-9)
+        dE = -4.0 * s * (P.J @ s)
+        none, every = torch.zeros_like(w), torch.full_like(w, -1)
+        for c in range(pk.n_colors):
+            for one, zero, allowed in ((none, none, dE <= 0), (every, none, dE <= 2.0 + 1e-9), (every, every, dE < 9)):
+                v = w.clone()
+                pk.half_sweep(v, c, one, zero)
+                assert np.array_equal(pk.unpack(v, torch.float64).numpy(), np.where((col == c) & allowed, -s, s))
 
 
 @pytest.mark.parametrize("p", [0.0, 1e-3, 4e-3, 0.05, 0.3, 1.0])
@@ -120,10 +157,20 @@ def test_specann_uses_the_lattice_on_a_torus_and_checks_its_answer() -> None:
     assert r.info["batch"] == 1 and r.info["lattice"] == "torus 16x16, bit-packed"
 
 
+def test_specann_anneals_an_odd_torus_packed() -> None:
+    P = torus_problem(15, 15, seed=6)
+    b = SpecAnn()
+    r = b.solve(P, b.make_options({"lattice": "on", "sweeps": 300, "rounds": 2}), RunContext(seed=0))
+    assert r.info["lattice"] == "torus 15x15, bit-packed" and r.info["colors"] == 3
+    assert r.checks["energy_recomputed"][0]
+    assert -r.objective >= 0.95 * (float(P.maxcut_weights.sum()) / 2 + 1.4015 * 225) / 2
+
+
 def test_lattice_option_errors() -> None:
     b = SpecAnn()
+    not_torus = IsingProblem.from_maxcut(data.random_regular(40, 4, 1, "signed", None).W)
     with pytest.raises(OptionError, match="lattice = 'on' needs a ±J torus"):
-        b.solve(torus_problem(5, 8), b.make_options({"lattice": "on", "sweeps": 10}), RunContext(seed=0))
+        b.solve(not_torus, b.make_options({"lattice": "on", "sweeps": 10}), RunContext(seed=0))
     with pytest.raises(OptionError, match="lattice"):
         b.solve(torus_problem(6, 8), b.make_options({"lattice": "yes"}), RunContext(seed=0))
 

@@ -26,7 +26,7 @@ from optlang.backends.ising.ops import (
 )
 from optlang.backends.ising.specann.anneal import ColorBlocks, anneal, color_classes, temperature_scale
 from optlang.backends.ising.specann.eigen import path_sweep, round_eigenspace
-from optlang.backends.ising.specann.lattice import PackedTorus, anneal_torus, detect_torus
+from optlang.backends.ising.specann.lattice import MaskedTorus, PackedTorus, anneal_torus, detect_torus, pack_torus
 from optlang.backends.ising.specann.tabu import tabu_search
 from optlang.backends.stopping import Stagnation
 from optlang.errors import OptionError
@@ -233,7 +233,7 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
     max_rounds = ctx.max_iter if ctx.max_iter is not None else (None if limit is not None else opt.rounds)
     n_colors = 0
     anneal_stats: dict[str, int] = {}  # class updates propagated sparsely / densely (anneal's cost model)
-    packed: PackedTorus | None = None  # a ±J torus annealed bit-packed (lattice.py)
+    packed: PackedTorus | MaskedTorus | None = None  # a ±J torus annealed bit-packed (lattice.py)
     if opt.refine != "none":
         blocks = None
         if opt.refine == "anneal":
@@ -243,15 +243,15 @@ def _solve(problem: IsingProblem, opt: SpecAnnOptions, ctx: RunContext) -> RawSo
                 if shape is None and opt.lattice == "on":
                     raise OptionError(
                         "lattice",
-                        "lattice = 'on' needs a ±J torus: an even rows × cols periodic grid (both ≥ 4, numbered "
+                        "lattice = 'on' needs a ±J torus: a rows × cols periodic grid (both sides ≥ 3, numbered "
                         "row by row as torus() numbers it) with couplings of one magnitude and no field",
                     )
-                packed = None if shape is None else PackedTorus(shape, dev)
+                packed = None if shape is None else pack_torus(shape, dev)
             if packed is None:
                 blocks = ColorBlocks(P.J, color_classes(P.J, seed=ctx.seed), dev, dt, index_dtype=index32)
                 n_colors = len(blocks)
             else:
-                n_colors = 2
+                n_colors = packed.n_colors
             sigma, delta = temperature_scale(P.J, P.h)
             T_end = opt.t_end * delta / math.log(100.0)
             color_time = time.perf_counter() - t_c

@@ -55,11 +55,11 @@ class TorusShape:
 
 
 def detect_torus(J: sp.csr_matrix, h: np.ndarray) -> TorusShape | None:
-    """The torus shape when J is a rows × cols periodic grid numbered row by row (both even and ≥ 4, so
-    bonds are distinct and the checkerboard is a proper 2-colouring) with couplings of one magnitude and
-    h = 0; else None. O(nnz), vectorized."""
+    """The torus shape when J is a rows × cols periodic grid numbered row by row (both sides ≥ 3, so its
+    four bonds per spin are distinct) with couplings of one magnitude and h = 0; else None. O(nnz),
+    vectorized."""
     n = J.shape[0]
-    if n < 16 or (h.size and np.any(h != 0)):
+    if n < 9 or (h.size and np.any(h != 0)):
         return None
     A = sp.csr_matrix(J)
     if A.nnz != 4 * n or np.any(np.diff(A.indptr) != 4):
@@ -68,10 +68,10 @@ def detect_torus(J: sp.csr_matrix, h: np.ndarray) -> TorusShape | None:
         A = A.sorted_indices()
     nb0 = A.indices[:4]
     cols = int(nb0[2])
-    if cols < 4 or n % cols or cols % 2:
+    if cols < 3 or n % cols:
         return None
     rows = n // cols
-    if rows < 4 or rows % 2 or nb0.tolist() != sorted([1, cols - 1, cols, n - cols]):
+    if rows < 3 or nb0.tolist() != sorted([1, cols - 1, cols, n - cols]):
         return None
     mag = abs(float(A.data[0]))
     if mag == 0 or np.any(np.abs(A.data) != mag):
@@ -96,6 +96,18 @@ def detect_torus(J: sp.csr_matrix, h: np.ndarray) -> TorusShape | None:
         down_sign=(val[at, down_pos] > 0).reshape(rows, cols),
         right_sign=(val[at, right_pos] > 0).reshape(rows, cols),
     )
+
+
+def pack_rows(bits: np.ndarray, R: int, device: Any) -> torch.Tensor:
+    """(rows, cols) bools → (R, cols) int64 words: bit b of word (r, j) = bits[r + b·R, j] (padding 0)."""
+    rows, cols = bits.shape
+    pad = np.zeros((64 * R, cols), dtype=np.uint64)
+    pad[:rows] = bits
+    stripes = pad.reshape(64, R, cols)
+    w = np.zeros((R, cols), dtype=np.uint64)
+    for b in range(64):
+        w |= stripes[b] << np.uint64(b)
+    return torch.as_tensor(w.view(np.int64), device=device)
 
 
 class PackedTorus:
@@ -139,17 +151,11 @@ class PackedTorus:
         self.p_shift = torch.where(even, L, Rt)
         self.real = self._split(self._pack_full(np.ones((self.rows, self.cols), dtype=bool)))
         self.words = 2 * self.R * self.H
+        self.n_colors = 2
         self._buf: list[torch.Tensor] = []
 
     def _pack_full(self, bits: np.ndarray) -> torch.Tensor:
-        """(rows, cols) bools → (R, cols) int64 words (bit b of word (r, j) = bits[r + b·R, j]; padding 0)."""
-        pad = np.zeros((64 * self.R, self.cols), dtype=np.uint64)
-        pad[: self.rows] = bits
-        stripes = pad.reshape(64, self.R, self.cols)
-        w = np.zeros((self.R, self.cols), dtype=np.uint64)
-        for b in range(64):
-            w |= stripes[b] << np.uint64(b)
-        return torch.as_tensor(w.view(np.int64), device=self.device)
+        return pack_rows(bits, self.R, self.device)
 
     def _split(self, full: torch.Tensor) -> torch.Tensor:
         """(R, cols) words → (2, R, H), each colour's words apart."""
@@ -245,6 +251,155 @@ class PackedTorus:
         u2 &= self.real[c]
         X[c] ^= u2
 
+    def sweep(self, X: torch.Tensor, one: torch.Tensor, zero: torch.Tensor) -> None:
+        """Both colours in turn; `one` and `zero` are shaped like X (each colour reads its own half)."""
+        for c in (0, 1):
+            self.half_sweep(X, c, one[c], zero[c])
+
+
+class MaskedTorus:
+    """The plain bit layout for any torus (sides ≥ 3, odd ones too): a state is (R, cols) words, bit b of
+    word (r, j) spin (r + b·R, j), R = ⌈rows/64⌉, and a proper colouring of the spins (three colours for
+    odd sides, which have no checkerboard) is kept as one bit mask per colour. A colour's update computes
+    every word and flips only its own bits: k colours cost k full passes (the even case, PackedTorus, two
+    half passes)."""
+
+    def __init__(self, shape: TorusShape, colors: np.ndarray, device: Any) -> None:
+        self.shape = shape
+        self.rows, self.cols = shape.rows, shape.cols
+        self.R = -(-self.rows // 64)
+        self.device = torch.device(device)
+        self.n = self.rows * self.cols
+        self.last_r, self.last_b = (self.rows - 1) % self.R, (self.rows - 1) // self.R
+        self.p_down = self._pack_full(shape.down_sign)
+        self.p_right = self._pack_full(shape.right_sign)
+        self.p_up = self.up(self.p_down)
+        self.p_left = self.left(self.p_right)
+        col = np.asarray(colors).reshape(self.rows, self.cols)
+        self.color = [self._pack_full(col == c) for c in range(int(col.max()) + 1)]
+        self.real = self._pack_full(np.ones((self.rows, self.cols), dtype=bool))
+        self.words = self.R * self.cols
+        self.n_colors = len(self.color)
+        self._buf: list[torch.Tensor] = []
+
+    def _pack_full(self, bits: np.ndarray) -> torch.Tensor:
+        return pack_rows(bits, self.R, self.device)
+
+    def pack(self, s: torch.Tensor) -> torch.Tensor:
+        """Spins (n,) of ±1 → words (R, cols), bit 1 for s = −1."""
+        return self._pack_full((s.detach().to("cpu") < 0).numpy().reshape(self.rows, self.cols))
+
+    def unpack(self, w: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Words → spins (n,) of ±1 in `dtype`, on the words' device."""
+        shifts = torch.arange(64, device=w.device, dtype=torch.int64).view(64, 1, 1)
+        bits = torch.bitwise_and(torch.bitwise_right_shift(w.unsqueeze(0), shifts), 1)
+        bits = bits.reshape(64 * self.R, self.cols)[: self.rows].reshape(-1)
+        return (1 - 2 * bits).to(dtype)
+
+    def up(self, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Each spin's up neighbour, in its own bit: row i − 1 (the last row for row 0)."""
+        out = torch.empty_like(w) if out is None else out
+        low = torch.bitwise_and(torch.bitwise_right_shift(w[self.last_r], self.last_b), 1)
+        out[1:] = w[:-1]
+        torch.bitwise_or(torch.bitwise_left_shift(w[-1], 1), low, out=out[0])
+        return out
+
+    def down(self, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Each spin's down neighbour, in its own bit: row i + 1 (row 0 for the last row)."""
+        out = torch.empty_like(w) if out is None else out
+        first = w[0]
+        out[:-1] = w[1:]
+        torch.bitwise_and(torch.bitwise_right_shift(first, 1), _LOW63, out=out[-1])
+        r, b = self.last_r, self.last_b
+        keep = torch.bitwise_and(out[r], _signed(~(1 << b) & ((1 << 64) - 1)))
+        torch.bitwise_or(keep, torch.bitwise_left_shift(torch.bitwise_and(first, 1), b), out=out[r])
+        return out
+
+    @staticmethod
+    def left(w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Each spin's left neighbour (column j − 1, periodic)."""
+        out = torch.empty_like(w) if out is None else out
+        out[:, 1:] = w[:, :-1]
+        out[:, 0] = w[:, -1]
+        return out
+
+    @staticmethod
+    def right(w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Each spin's right neighbour (column j + 1, periodic)."""
+        out = torch.empty_like(w) if out is None else out
+        out[:, :-1] = w[:, 1:]
+        out[:, -1] = w[:, 0]
+        return out
+
+    def unsatisfied(self, w: torch.Tensor) -> int:
+        """The number of unsatisfied bonds (J·sᵢ·sⱼ > 0): each spin's down and right bonds."""
+        d = torch.bitwise_and(self.down(w) ^ w ^ self.p_down, self.real)
+        r = torch.bitwise_and(self.right(w) ^ w ^ self.p_right, self.real)
+        return popcount(d) + popcount(r)
+
+    def energy(self, w: torch.Tensor) -> float:
+        """sᵀJs of the state (SpecAnn's energy without the constant): each bond counts ±2·magnitude."""
+        return 4.0 * self.shape.magnitude * (self.unsatisfied(w) - self.n)
+
+    def half_sweep(self, w: torch.Tensor, c: int, one: torch.Tensor, zero: torch.Tensor) -> None:
+        """Metropolis on colour c, in place (the rule of PackedTorus.half_sweep, over all the words)."""
+        if not self._buf or self._buf[0].shape != w.shape or self._buf[0].device != w.device:
+            self._buf = [torch.empty_like(w) for _ in range(6)]
+        u1, u2, u3, u4, a, b = self._buf
+        for u, nb, bond in (
+            (u1, self.up, self.p_up),
+            (u2, self.down, self.p_down),
+            (u3, self.left, self.p_left),
+            (u4, self.right, self.p_right),
+        ):
+            nb(w, out=u)
+            u ^= w
+            u ^= bond
+        torch.bitwise_xor(u1, u2, out=a)
+        u1 &= u2
+        torch.bitwise_xor(u3, u4, out=b)
+        u3 &= u4
+        torch.bitwise_and(a, b, out=u2)
+        u2 |= u1
+        u2 |= u3
+        a |= b
+        a |= u1
+        a |= u3
+        torch.bitwise_and(a, one, out=b)
+        u2 |= b
+        torch.bitwise_not(a, out=a)
+        a &= zero
+        u2 |= a
+        u2 &= self.color[c]
+        w ^= u2
+
+    def sweep(self, w: torch.Tensor, one: torch.Tensor, zero: torch.Tensor) -> None:
+        """Every colour in turn; `one` and `zero` (shaped like w) serve all of them (disjoint bits)."""
+        for c in range(self.n_colors):
+            self.half_sweep(w, c, one, zero)
+
+
+def torus_colors(rows: int, cols: int) -> np.ndarray:
+    """A proper 3-colouring of the rows × cols torus (sides ≥ 3), node i·cols + j: (f(i) + g(j)) mod 3 with
+    f, g proper colourings of the two cycles by 0, 1 (and 2 for the last node of an odd cycle) —
+    neighbours differ in one term by a nonzero amount below 3, so their sums differ mod 3."""
+
+    def cycle(m: int) -> np.ndarray:
+        c = np.arange(m) % 2
+        if m % 2:
+            c[-1] = 2
+        return c
+
+    return ((cycle(rows)[:, None] + cycle(cols)[None, :]) % 3).ravel()
+
+
+def pack_torus(shape: TorusShape, device: Any) -> PackedTorus | MaskedTorus:
+    """The layout for a detected torus: colours apart (PackedTorus) when both sides are even, else the
+    plain layout with the 3-colouring of `torus_colors` as masks."""
+    if shape.rows % 2 == 0 and shape.cols % 2 == 0:
+        return PackedTorus(shape, device)
+    return MaskedTorus(shape, torus_colors(shape.rows, shape.cols), device)
+
 
 def popcount(w: torch.Tensor) -> int:
     """Set bits of an int64 tensor (SWAR to byte counts, then a byte sum)."""
@@ -328,7 +483,7 @@ class RandomWords:
 
 @no_grad
 def anneal_torus(
-    packed: PackedTorus,
+    packed: PackedTorus | MaskedTorus,
     s: torch.Tensor,
     t_start: float,
     t_end: float,
@@ -352,7 +507,7 @@ def anneal_torus(
     best_E = packed.energy(w)
     dE = 8.0 * packed.shape.magnitude  # one unsatisfied bond of four: ΔE = +8·magnitude (none: 16·magnitude)
     rand = RandomWords(packed.words, generator, w.device)
-    one, zero = torch.empty_like(w), torch.empty_like(w)
+    one, zero = torch.empty_like(w), torch.empty_like(w)  # one draw serves every colour: their bits are disjoint
     done = 0
     for k in range(sweeps):
         frac = max(k / sweeps, (time.perf_counter() - start) / time_budget)
@@ -360,11 +515,9 @@ def anneal_torus(
             break
         T = t_start * math.exp(log_ratio * frac)
         p_one = math.exp(-dE / T)
-        # one draw serves both colours: their bits are disjoint
         rand.bernoulli(p_one, one.view(-1))
         rand.bernoulli(p_one * p_one, zero.view(-1))
-        for c in (0, 1):
-            packed.half_sweep(w, c, one[c], zero[c])
+        packed.sweep(w, one, zero)
         done = k + 1
         if done % (track_every if frac <= 0.9 else max(1, track_every // 4)) == 0:
             E = packed.energy(w)
