@@ -150,6 +150,8 @@ def test_specann_uses_the_lattice_on_a_torus_and_checks_its_answer() -> None:
         b = SpecAnn()
         r = b.solve(P, b.make_options({"lattice": lattice, "sweeps": 300, "rounds": 2}), RunContext(seed=0))
         assert r.info["lattice"] == expect
+        t_end = b.Options().lattice_t_end if expect else b.Options().t_end  # the packed anneal ends colder
+        assert r.info["t_end"] == pytest.approx(t_end * 1.0 / math.log(100.0))  # δ = 4 · 1/4
         assert r.checks["energy_recomputed"][0]
         assert -r.objective >= 0.95 * (W_total + 1.4015 * 256) / 2  # within 5 % of the ground-state estimate
     b = SpecAnn()  # auto: one chain per round (batch 1) is where the packed annealer takes over
@@ -173,6 +175,9 @@ def test_lattice_option_errors() -> None:
         b.solve(not_torus, b.make_options({"lattice": "on", "sweeps": 10}), RunContext(seed=0))
     with pytest.raises(OptionError, match="lattice"):
         b.solve(torus_problem(6, 8), b.make_options({"lattice": "yes"}), RunContext(seed=0))
+    for key in ("lattice_t_end", "t_end", "t_start"):
+        with pytest.raises(OptionError, match=f"'{key}' of 'specann' is a temperature factor > 0"):
+            b.solve(torus_problem(6, 8), b.make_options({key: 0.0}), RunContext(seed=0))
 
 
 def test_lattice_from_a_model_file() -> None:
