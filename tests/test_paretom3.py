@@ -553,7 +553,7 @@ def test_two_quadratics_default_converges_to_1e4() -> None:
 
 def test_polish_stationarity_measure() -> None:
     """The polish's tangential stationarity is 0 at the answer and clearly positive off it."""
-    from optlang.backends.multiobjective.polish import _Flat, polish  # noqa: F401
+    from optlang.backends.multiobjective.polish import polish
 
     problem = quadratics([np.array([0.0, 0.0]), np.array([1.0, 0.0])], np.array([0.5, 1.0]))
     r = polish(problem, {"x": np.array([0.8, 0.01])}, maxiter=0)

@@ -275,10 +275,10 @@ def _rays_slsqp(
     (F (K', m), X, SLSQP iterations, stopped) of the rays solved.
     """
     from optlang.backends.multiobjective.common import batched_init
-    from optlang.backends.multiobjective.polish import _Flat
+    from optlang.backends.multiobjective.polish import FlatVariables
 
     m = W.shape[1]
-    fl = _Flat(problem)
+    fl = FlatVariables(problem)
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
     n = int(fl.lo.size)
     last: list[Any] = [None, None, None]  # the last x, F, J (SLSQP asks for fun and jac at one x in turn)

@@ -42,7 +42,7 @@ class Polished:
     evaluations: int  # point evaluations with gradient (Hessian products counted as one per coordinate)
 
 
-class _Flat:
+class FlatVariables:
     """Maps a flat float64 vector to the problem's variables, with their box / simplex / ball structure."""
 
     def __init__(self, problem: MultiObjectiveProblem) -> None:
@@ -115,7 +115,7 @@ def polish(
         return None
     from scipy import optimize  # ≈0.2 s to import: only when a point is polished
 
-    fl = _Flat(problem)
+    fl = FlatVariables(problem)
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
     pref = preference.compile("cpu", torch.float64)
     m = len(fns)
