@@ -233,23 +233,9 @@ class PackedTorus:
         operations on preallocated buffers (a fresh tensor per operation cost as much as the operation)."""
         u1, u2, u3, u4 = self._unsatisfied_words(X, c)
         a, b = self._buf[4:6]
-        torch.bitwise_xor(u1, u2, out=a)  # u1 + u2 = a + 2·(u1 & u2)
-        u1 &= u2
-        torch.bitwise_xor(u3, u4, out=b)
-        u3 &= u4
-        torch.bitwise_and(a, b, out=u2)  # 2+ unsatisfied: a carry, or both half sums
-        u2 |= u1
-        u2 |= u3
-        a |= b  # 1+ unsatisfied
-        a |= u1
-        a |= u3
-        torch.bitwise_and(a, one, out=b)
-        u2 |= b
-        torch.bitwise_not(a, out=a)
-        a &= zero
-        u2 |= a
-        u2 &= self.real[c]
-        X[c] ^= u2
+        flip = metropolis_flips(u1, u2, u3, u4, a, b, one, zero)
+        flip &= self.real[c]
+        X[c] ^= flip
 
     def sweep(self, X: torch.Tensor, one: torch.Tensor, zero: torch.Tensor) -> None:
         """Both colours in turn; `one` and `zero` are shaped like X (each colour reads its own half)."""
@@ -355,23 +341,9 @@ class MaskedTorus:
             nb(w, out=u)
             u ^= w
             u ^= bond
-        torch.bitwise_xor(u1, u2, out=a)
-        u1 &= u2
-        torch.bitwise_xor(u3, u4, out=b)
-        u3 &= u4
-        torch.bitwise_and(a, b, out=u2)
-        u2 |= u1
-        u2 |= u3
-        a |= b
-        a |= u1
-        a |= u3
-        torch.bitwise_and(a, one, out=b)
-        u2 |= b
-        torch.bitwise_not(a, out=a)
-        a &= zero
-        u2 |= a
-        u2 &= self.color[c]
-        w ^= u2
+        flip = metropolis_flips(u1, u2, u3, u4, a, b, one, zero)
+        flip &= self.color[c]
+        w ^= flip
 
     def sweep(self, w: torch.Tensor, one: torch.Tensor, zero: torch.Tensor) -> None:
         """Every colour in turn; `one` and `zero` (shaped like w) serve all of them (disjoint bits)."""
@@ -399,6 +371,37 @@ def pack_torus(shape: TorusShape, device: Any) -> PackedTorus | MaskedTorus:
     if shape.rows % 2 == 0 and shape.cols % 2 == 0:
         return PackedTorus(shape, device)
     return MaskedTorus(shape, torus_colors(shape.rows, shape.cols), device)
+
+
+def metropolis_flips(
+    u1: torch.Tensor,
+    u2: torch.Tensor,
+    u3: torch.Tensor,
+    u4: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    one: torch.Tensor,
+    zero: torch.Tensor,
+) -> torch.Tensor:
+    """The Metropolis decision of 64 spins per word from their four unsatisfied-bond words u1..u4: a
+    spin flips with 2+ unsatisfied bonds (ΔE ≤ 0), with 1 where `one` has its bit, with none where `zero`
+    has it. In place: u1..u4, a and b are overwritten; the flip words are returned in u2's storage."""
+    torch.bitwise_xor(u1, u2, out=a)  # u1 + u2 = a + 2·(u1 & u2)
+    u1 &= u2
+    torch.bitwise_xor(u3, u4, out=b)
+    u3 &= u4
+    torch.bitwise_and(a, b, out=u2)  # 2+ unsatisfied: a carry, or both half sums
+    u2 |= u1
+    u2 |= u3
+    a |= b  # 1+ unsatisfied
+    a |= u1
+    a |= u3
+    torch.bitwise_and(a, one, out=b)
+    u2 |= b
+    torch.bitwise_not(a, out=a)
+    a &= zero
+    u2 |= a
+    return u2
 
 
 def popcount(w: torch.Tensor) -> int:
