@@ -244,9 +244,11 @@ class _Spent(Exception):
 
 def rayable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
     """True when every variable is box or free and there are at most `max_dim` scalars (the SLSQP rays)."""
+    from optlang.backends.multiobjective.polish import scalar_count
+
     if any(v.domain.kind not in ("box", "free") for v in problem.variables):
         return False
-    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables) <= max_dim
+    return scalar_count(problem) <= max_dim
 
 
 def _rays_slsqp(
@@ -284,13 +286,6 @@ def _rays_slsqp(
     last: list[Any] = [None, None, None]  # the last x, F, J (SLSQP asks for fun and jac at one x in turn)
     pending: list[tuple[np.ndarray, np.ndarray]] = []  # evaluated (F, x) not yet in the archive
 
-    def split(Xf: np.ndarray) -> dict[str, torch.Tensor]:
-        out, i = {}, 0
-        for v, size in zip(fl.vars, fl.sizes, strict=True):
-            out[v.name] = torch.as_tensor(Xf[:, i : i + size].reshape(Xf.shape[0], *v.shape))
-            i += size
-        return out
-
     def fj(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if last[0] is not None and np.array_equal(last[0], x):
             return last[1], last[2]
@@ -308,7 +303,8 @@ def _rays_slsqp(
 
     def flush() -> None:
         if pending:
-            archive.add(torch.as_tensor(np.array([f for f, _ in pending])), split(np.array([x for _, x in pending])))
+            F = torch.as_tensor(np.array([f for f, _ in pending]))
+            archive.add(F, fl.split(torch.as_tensor(np.array([x for _, x in pending]))))
             pending.clear()
 
     tries = 1 + max(0, o.front_ray_retries)
@@ -405,7 +401,7 @@ def _rays_slsqp(
     keys = sorted(sols)
     SF = np.array([sols[k][1] for k in keys]) if keys else np.zeros((0, m))
     Xs = np.array([sols[k][0] for k in keys]) if keys else np.zeros((0, n))
-    SX = {k: v.to(dtype=ctx.dtype, device=ctx.device) for k, v in split(Xs).items()}
+    SX = {k: v.to(dtype=ctx.dtype, device=ctx.device) for k, v in fl.split(torch.as_tensor(Xs)).items()}
     return SF, SX, iters, stopped
 
 
@@ -500,9 +496,6 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     prev_ach = None
     k = 0
 
-    def normalization(Fcur: Any, nd_mask: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        return _normalization(archive, Fcur, nd_mask, ctx)
-
     while k < iters0:
         if ctx.should_stop():
             stopped = "time"
@@ -511,7 +504,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             with torch.no_grad():
                 F0 = ev(batch.X)[:, :m]
             archive.add(F0, batch.X)
-            z, s = normalization(F0)
+            z, s = _normalization(archive, F0, None, ctx)
         res = batch.step(z, s, cosine(k, iters0, o.lr_final), archive)
         if res is None:
             stopped = "diverged"
@@ -519,7 +512,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         F, ach = res
         k += 1
         if k % 10 == 0:
-            z, s = normalization(F)
+            z, s = _normalization(archive, F, None, ctx)
             if prev_ach is not None and float((ach - prev_ach).abs().max()) < o.front_tol:
                 stopped = "converged"
                 break
@@ -531,7 +524,7 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     with torch.no_grad():
         Fend = ev(batch.X)[:, :m]
     archive.add(Fend, batch.X)
-    z, s = normalization(Fend)
+    z, s = _normalization(archive, Fend, None, ctx)
     SF = Fend.detach().cpu().numpy().astype(np.float64)  # the solutions: objective vectors and points
     ok = np.all(np.isfinite(SF), axis=1)
     SF = SF[ok]

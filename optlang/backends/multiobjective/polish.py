@@ -82,9 +82,10 @@ class FlatVariables:
         self.balls = [(gi, float(v.domain.radius)) for gi, v in enumerate(self.vars) if v.domain.kind == "ball"]
 
     def split(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        """A flat vector (…, dim) → each variable's values (…, *shape): one point, or a batch of rows."""
         out, i = {}, 0
         for v, s in zip(self.vars, self.sizes, strict=True):
-            out[v.name] = z[i : i + s].reshape(v.shape)
+            out[v.name] = z[..., i : i + s].reshape(*z.shape[:-1], *v.shape)
             i += s
         return out
 
@@ -98,7 +99,12 @@ def polishable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
         v.domain.kind not in ("box", "free", "simplex", "ball") for v in problem.variables
     ):
         return False
-    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables) <= max_dim
+    return scalar_count(problem) <= max_dim
+
+
+def scalar_count(problem: MultiObjectiveProblem) -> int:
+    """How many scalars the problem's variables hold (the flat vector's length)."""
+    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables)
 
 
 def polish(

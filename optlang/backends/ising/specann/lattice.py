@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -110,7 +111,66 @@ def pack_rows(bits: np.ndarray, R: int, device: Any) -> torch.Tensor:
     return torch.as_tensor(w.view(np.int64), device=device)
 
 
-class PackedTorus:
+class _Stripes(ABC):
+    """What both layouts share: the stripes (bit b of word (r, ·) is row r + b·R), the shifts of whole word
+    rows to a spin's up / down neighbour across stripe edges and the torus's wrap, unpacking, energy."""
+
+    def __init__(self, shape: TorusShape, R: int, device: Any) -> None:
+        self.shape = shape
+        self.rows, self.cols = shape.rows, shape.cols
+        self.R = R
+        self.device = torch.device(device)
+        self.n = self.rows * self.cols
+        # the last real row's place (word row, bit): its down bond wraps to row 0, bit 0 of word row 0
+        self.last_r, self.last_b = (self.rows - 1) % R, (self.rows - 1) // R
+        self._buf: list[torch.Tensor] = []
+
+    def _pack_full(self, bits: np.ndarray) -> torch.Tensor:
+        return pack_rows(bits, self.R, self.device)
+
+    def _unpack_full(self, full: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """(R, cols) words → spins (n,) of ±1 in `dtype` (bit 1 is s = −1), on the words' device."""
+        shifts = torch.arange(64, device=full.device, dtype=torch.int64).view(64, 1, 1)
+        bits = torch.bitwise_and(torch.bitwise_right_shift(full.unsqueeze(0), shifts), 1)
+        bits = bits.reshape(64 * self.R, self.cols)[: self.rows].reshape(-1)
+        return (1 - 2 * bits).to(dtype)
+
+    def _buffers(self, like: torch.Tensor) -> list[torch.Tensor]:
+        """Six scratch word arrays shaped like `like` (kept: a fresh tensor per operation cost as much as
+        the operation)."""
+        if not self._buf or self._buf[0].shape != like.shape or self._buf[0].device != like.device:
+            self._buf = [torch.empty_like(like) for _ in range(6)]
+        return self._buf
+
+    def up(self, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Each bit's up neighbour (row i − 1; the last row for row 0), from word rows w (R, ·) — for
+        PackedTorus the other colour's words, which hold a spin's vertical neighbours at the same k."""
+        out = torch.empty_like(w) if out is None else out
+        low = torch.bitwise_and(torch.bitwise_right_shift(w[self.last_r], self.last_b), 1)
+        out[1:] = w[:-1]
+        torch.bitwise_or(torch.bitwise_left_shift(w[-1], 1), low, out=out[0])
+        return out
+
+    def down(self, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Each bit's down neighbour (row i + 1; row 0 for the last row), from word rows w (R, ·)."""
+        out = torch.empty_like(w) if out is None else out
+        out[:-1] = w[1:]
+        torch.bitwise_and(torch.bitwise_right_shift(w[0], 1), _LOW63, out=out[-1])
+        r, b = self.last_r, self.last_b
+        keep = torch.bitwise_and(out[r], _signed(~(1 << b) & ((1 << 64) - 1)))
+        torch.bitwise_or(keep, torch.bitwise_left_shift(torch.bitwise_and(w[0], 1), b), out=out[r])
+        return out
+
+    @abstractmethod
+    def unsatisfied(self, w: torch.Tensor) -> int:
+        """The number of unsatisfied bonds (J·sᵢ·sⱼ > 0)."""
+
+    def energy(self, w: torch.Tensor) -> float:
+        """sᵀJs of the state (SpecAnn's energy without the constant): each bond counts ±2·magnitude."""
+        return 4.0 * self.shape.magnitude * (self.unsatisfied(w) - self.n)
+
+
+class PackedTorus(_Stripes):
     """The bit layout of a detected torus on a device: packing, neighbour words, energy and one sweep.
 
     A state is an int64 tensor (2, R, H), H = cols / 2: the words of each colour apart. R is even, so
@@ -122,24 +182,14 @@ class PackedTorus:
     """
 
     def __init__(self, shape: TorusShape, device: Any) -> None:
-        self.shape = shape
-        self.rows, self.cols = shape.rows, shape.cols
-        R = -(-self.rows // 64)
-        self.R = R + R % 2
+        R = -(-shape.rows // 64)
+        super().__init__(shape, R + R % 2, device)
         self.H = self.cols // 2
-        self.device = torch.device(device)
-        self.n = self.rows * self.cols
-        # the last real row's place (word row, bit): its down bond wraps to row 0, bit 0 of word row 0
-        self.last_r, self.last_b = (self.rows - 1) % self.R, (self.rows - 1) // self.R
         r = np.arange(self.R)[:, None]
         k = np.arange(self.H)[None, :]
         self.colidx = [torch.as_tensor(2 * k + (r + c) % 2, device=self.device) for c in (0, 1)]
         down, right = self._pack_full(shape.down_sign), self._pack_full(shape.right_sign)
-        up = torch.roll(down, 1, dims=0)  # spin i's up bond is spin i − 1's down bond (rows, as words below)
-        up[0] = torch.bitwise_or(
-            torch.bitwise_left_shift(down[-1], 1),
-            torch.bitwise_and(torch.bitwise_right_shift(down[self.last_r], self.last_b), 1),
-        )
+        up = self.up(down)  # spin i's up bond is spin i − 1's down bond
         left = torch.roll(right, 1, dims=1)
         self.p_up = self._split(up)
         self.p_down = self._split(down)
@@ -152,10 +202,6 @@ class PackedTorus:
         self.real = self._split(self._pack_full(np.ones((self.rows, self.cols), dtype=bool)))
         self.words = 2 * self.R * self.H
         self.n_colors = 2
-        self._buf: list[torch.Tensor] = []
-
-    def _pack_full(self, bits: np.ndarray) -> torch.Tensor:
-        return pack_rows(bits, self.R, self.device)
 
     def _split(self, full: torch.Tensor) -> torch.Tensor:
         """(R, cols) words → (2, R, H), each colour's words apart."""
@@ -170,27 +216,7 @@ class PackedTorus:
         full = torch.empty((self.R, self.cols), dtype=torch.int64, device=X.device)
         for c in (0, 1):
             full.scatter_(1, self.colidx[c], X[c])
-        shifts = torch.arange(64, device=X.device, dtype=torch.int64).view(64, 1, 1)
-        bits = torch.bitwise_and(torch.bitwise_right_shift(full.unsqueeze(0), shifts), 1)
-        bits = bits.reshape(64 * self.R, self.cols)[: self.rows].reshape(-1)
-        return (1 - 2 * bits).to(dtype)
-
-    def up(self, Y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        """For each spin of one colour, its up neighbour (row i − 1; the last row for row 0), read from the
-        other colour's words Y (R, H)."""
-        out[1:] = Y[:-1]
-        low = torch.bitwise_and(torch.bitwise_right_shift(Y[self.last_r], self.last_b), 1)
-        torch.bitwise_or(torch.bitwise_left_shift(Y[-1], 1), low, out=out[0])
-        return out
-
-    def down(self, Y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        """For each spin of one colour, its down neighbour (row i + 1; row 0 for the last row)."""
-        out[:-1] = Y[1:]
-        torch.bitwise_and(torch.bitwise_right_shift(Y[0], 1), _LOW63, out=out[-1])
-        r, b = self.last_r, self.last_b
-        keep = torch.bitwise_and(out[r], _signed(~(1 << b) & ((1 << 64) - 1)))
-        torch.bitwise_or(keep, torch.bitwise_left_shift(torch.bitwise_and(Y[0], 1), b), out=out[r])
-        return out
+        return self._unpack_full(full, dtype)
 
     @staticmethod
     def shifted(Y: torch.Tensor, c: int, out: torch.Tensor) -> torch.Tensor:
@@ -205,9 +231,7 @@ class PackedTorus:
 
     def _unsatisfied_words(self, X: torch.Tensor, c: int) -> list[torch.Tensor]:
         """Four word arrays: bit set where a colour-c spin's up / down / same / shifted bond is unsatisfied."""
-        if not self._buf or self._buf[0].shape != X[0].shape or self._buf[0].device != X.device:
-            self._buf = [torch.empty_like(X[0]) for _ in range(6)]
-        u1, u2, u3, u4 = self._buf[:4]
+        u1, u2, u3, u4 = self._buffers(X[0])[:4]
         Xc, Y = X[c], X[1 - c]
         self.up(Y, u1)
         self.down(Y, u2)
@@ -223,14 +247,9 @@ class PackedTorus:
         """The number of unsatisfied bonds (J·sᵢ·sⱼ > 0): each bond has one end of colour 0."""
         return sum(popcount(torch.bitwise_and(u, self.real[0])) for u in self._unsatisfied_words(X, 0))
 
-    def energy(self, X: torch.Tensor) -> float:
-        """sᵀJs of the state (SpecAnn's energy without the constant): each bond counts ±2·magnitude."""
-        return 4.0 * self.shape.magnitude * (self.unsatisfied(X) - self.n)
-
     def half_sweep(self, X: torch.Tensor, c: int, one: torch.Tensor, zero: torch.Tensor) -> None:
         """Metropolis on colour c, in place: a spin with 2+ of its 4 bonds unsatisfied flips (ΔE ≤ 0), one
-        with 1 flips where `one` (R, H) has its bit, one with none where `zero` has it. In-place word
-        operations on preallocated buffers (a fresh tensor per operation cost as much as the operation)."""
+        with 1 flips where `one` (R, H) has its bit, one with none where `zero` has it."""
         u1, u2, u3, u4 = self._unsatisfied_words(X, c)
         a, b = self._buf[4:6]
         flip = metropolis_flips(u1, u2, u3, u4, a, b, one, zero)
@@ -243,7 +262,7 @@ class PackedTorus:
             self.half_sweep(X, c, one[c], zero[c])
 
 
-class MaskedTorus:
+class MaskedTorus(_Stripes):
     """The plain bit layout for any torus (sides ≥ 3, odd ones too): a state is (R, cols) words, bit b of
     word (r, j) spin (r + b·R, j), R = ⌈rows/64⌉, and a proper colouring of the spins (three colours for
     odd sides, which have no checkerboard) is kept as one bit mask per colour. A colour's update computes
@@ -251,12 +270,7 @@ class MaskedTorus:
     half passes)."""
 
     def __init__(self, shape: TorusShape, colors: np.ndarray, device: Any) -> None:
-        self.shape = shape
-        self.rows, self.cols = shape.rows, shape.cols
-        self.R = -(-self.rows // 64)
-        self.device = torch.device(device)
-        self.n = self.rows * self.cols
-        self.last_r, self.last_b = (self.rows - 1) % self.R, (self.rows - 1) // self.R
+        super().__init__(shape, -(-shape.rows // 64), device)
         self.p_down = self._pack_full(shape.down_sign)
         self.p_right = self._pack_full(shape.right_sign)
         self.p_up = self.up(self.p_down)
@@ -266,10 +280,6 @@ class MaskedTorus:
         self.real = self._pack_full(np.ones((self.rows, self.cols), dtype=bool))
         self.words = self.R * self.cols
         self.n_colors = len(self.color)
-        self._buf: list[torch.Tensor] = []
-
-    def _pack_full(self, bits: np.ndarray) -> torch.Tensor:
-        return pack_rows(bits, self.R, self.device)
 
     def pack(self, s: torch.Tensor) -> torch.Tensor:
         """Spins (n,) of ±1 → words (R, cols), bit 1 for s = −1."""
@@ -277,29 +287,7 @@ class MaskedTorus:
 
     def unpack(self, w: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """Words → spins (n,) of ±1 in `dtype`, on the words' device."""
-        shifts = torch.arange(64, device=w.device, dtype=torch.int64).view(64, 1, 1)
-        bits = torch.bitwise_and(torch.bitwise_right_shift(w.unsqueeze(0), shifts), 1)
-        bits = bits.reshape(64 * self.R, self.cols)[: self.rows].reshape(-1)
-        return (1 - 2 * bits).to(dtype)
-
-    def up(self, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Each spin's up neighbour, in its own bit: row i − 1 (the last row for row 0)."""
-        out = torch.empty_like(w) if out is None else out
-        low = torch.bitwise_and(torch.bitwise_right_shift(w[self.last_r], self.last_b), 1)
-        out[1:] = w[:-1]
-        torch.bitwise_or(torch.bitwise_left_shift(w[-1], 1), low, out=out[0])
-        return out
-
-    def down(self, w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Each spin's down neighbour, in its own bit: row i + 1 (row 0 for the last row)."""
-        out = torch.empty_like(w) if out is None else out
-        first = w[0]
-        out[:-1] = w[1:]
-        torch.bitwise_and(torch.bitwise_right_shift(first, 1), _LOW63, out=out[-1])
-        r, b = self.last_r, self.last_b
-        keep = torch.bitwise_and(out[r], _signed(~(1 << b) & ((1 << 64) - 1)))
-        torch.bitwise_or(keep, torch.bitwise_left_shift(torch.bitwise_and(first, 1), b), out=out[r])
-        return out
+        return self._unpack_full(w, dtype)
 
     @staticmethod
     def left(w: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -323,15 +311,9 @@ class MaskedTorus:
         r = torch.bitwise_and(self.right(w) ^ w ^ self.p_right, self.real)
         return popcount(d) + popcount(r)
 
-    def energy(self, w: torch.Tensor) -> float:
-        """sᵀJs of the state (SpecAnn's energy without the constant): each bond counts ±2·magnitude."""
-        return 4.0 * self.shape.magnitude * (self.unsatisfied(w) - self.n)
-
     def half_sweep(self, w: torch.Tensor, c: int, one: torch.Tensor, zero: torch.Tensor) -> None:
         """Metropolis on colour c, in place (the rule of PackedTorus.half_sweep, over all the words)."""
-        if not self._buf or self._buf[0].shape != w.shape or self._buf[0].device != w.device:
-            self._buf = [torch.empty_like(w) for _ in range(6)]
-        u1, u2, u3, u4, a, b = self._buf
+        u1, u2, u3, u4, a, b = self._buffers(w)
         for u, nb, bond in (
             (u1, self.up, self.p_up),
             (u2, self.down, self.p_down),
@@ -443,28 +425,22 @@ class RandomWords:
 
     def bernoulli(self, p: float, out: torch.Tensor) -> torch.Tensor:
         """Fill `out` (words int64) with Bernoulli(p) bits; p's digits are kept to within 1/8 of p."""
-        out.zero_()
         if p <= 0.0:
-            return out
+            return out.zero_()
         if p >= 1.0:
             return out.fill_(-1)
         digits = min(62, math.ceil(-math.log2(p)) + 3)
         if 64.0 * p * 100.0 >= 8.0 * digits:  # the digits are cheaper
             q = min(max(int(round(p * (1 << digits))), 1), (1 << digits) - 1)
-            first = True
-            for k in range(digits):
-                bit = (q >> k) & 1
-                if first and not bit:
-                    continue
-                r = self.uniform()
-                if first:
-                    out.copy_(r)
-                    first = False
-                elif bit:
-                    out |= r
+            low = (q & -q).bit_length() - 1  # below p's lowest 1 digit, x & R would keep x = 0
+            out.copy_(self.uniform())
+            for k in range(low + 1, digits):
+                if (q >> k) & 1:
+                    out |= self.uniform()
                 else:
-                    out &= r
+                    out &= self.uniform()
             return out
+        out.zero_()
         nbits = 64 * self.words
         log_q = math.log1p(-p)
         pos_end = -1
