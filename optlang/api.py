@@ -514,6 +514,11 @@ class Model:
             warnings.simplefilter("always")
             try:
                 raw = autotune.solve(b, compiled.problem, backend_options, ctx)  # `auto` options first
+            except OptionError as e:  # a value the backend refuses once it sees the problem: point at its line
+                spans = self.ir.solver.option_spans if self.ir.solver else {}
+                if e.span is None and e.key in spans and e.key not in (options or {}):
+                    e.span = spans[e.key]
+                raise e.with_source(self.ir.source) from None
             except OptlangError:
                 raise
             except KeyboardInterrupt:

@@ -446,3 +446,33 @@ def test_model_text_has_a_size_limit() -> None:
     with pytest.raises(OptlangError) as info:
         optlang.parse("var x\nminimize x^2\n" + "#" * MAX_SOURCE_CHARS)
     assert info.value.code == "E112" and "load()" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "opt,key",
+    [
+        ("lr = -1", "lr"),
+        ("front_delta = 0", "front_delta"),
+        ("front_beta2 = 1", "front_beta2"),
+        ("merit_iters = 0", "merit_iters"),
+        ("front_verify = 2", "front_verify"),
+        ("starts = 0", "starts"),
+    ],
+)
+def test_paretom3_option_ranges_are_checked_at_their_line(opt: str, key: str) -> None:
+    """A value outside an option's meaning is refused before any work (it used to run: lr = -1 ended
+    `converged`, merit_iters = 0 made the merit check vacuous), pointing at the option's own line."""
+    m = optlang.parse(f"var x[2] in [0, 1]\nminimize {{\n  f1: x[0]\n  f2: 1 - x[0] + x[1]\n}}\nsolver paretom3 {{ {opt} }}")
+    with pytest.raises(OptlangError) as info:
+        m.solve()
+    assert info.value.code == "E700" and info.value.line == 6 and key in info.value.message
+
+
+def test_non_finite_option_values_are_refused_for_every_backend() -> None:
+    from optlang.backends import registry
+    from optlang.errors import OptionError
+
+    with pytest.raises(OptionError, match="finite"):
+        registry.get("gd").make_options({"lr": float("nan")})
+    with pytest.raises(OptionError, match="finite"):
+        registry.get("specann").make_options({"t_end": float("inf")})

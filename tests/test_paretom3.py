@@ -242,6 +242,27 @@ def test_front_slsqp_rays_land_on_the_front() -> None:
     assert np.median(adam_err) > 100 * max(np.median(err), 1e-9)
 
 
+def test_front_budget_is_kept_or_refused() -> None:
+    """front_evals below one stage-0 step of the directions is an OptionError (it used to be overrun,
+    108 evaluations for front_evals = 1, or crash with the SLSQP rays); at the least budget the sweep
+    keeps to it; SLSQP rays cut by the budget never end `converged` (parts of the front unexplored)."""
+    from optlang.backends.multiobjective.front import min_front_evals
+
+    problem = dtlz2_problem(6, 3)
+    for solver in ("adam", "slsqp"):
+        least = min_front_evals(problem, ParetoM3().make_options({"front_solver": solver}))
+        with pytest.raises(OptionError, match="front_evals = 5 is below"):
+            solve(problem, front_solver=solver, front_evals=5)
+        with pytest.raises(OptionError, match="front_evals"):
+            solve(problem, front_solver=solver, front_evals=least - 1)
+        res = solve(problem, front_solver=solver, front_evals=least)
+        assert res.info["evaluations"] <= least and res.info["front_size"] >= 1
+        assert res.status == Status.ITERATION_LIMIT
+    assert min_front_evals(problem, ParetoM3().make_options({})) == 3 * 36  # 36 directions for 3 objectives
+    cut = solve(problem, front_solver="slsqp", front_evals=300)  # 30 evaluations: some first-level rays unsolved
+    assert cut.info["evaluations"] <= 300 and cut.status == Status.ITERATION_LIMIT
+
+
 def test_front_slsqp_split_solves_the_next_direction_level() -> None:
     """front_ray_split: the 10 rays of 3 objectives (Das-Dennis level 3) and the midpoints of their 18
     neighbour pairs (level 6) are all stage-0 solutions on the DTLZ2 sphere, along their directions."""

@@ -298,12 +298,48 @@ def coerce_option(value: Any, f: dataclasses.Field, key: str, backend: str) -> A
     if ann == "float":
         if not number:
             raise OptionError(key, f"option '{key}' of '{backend}' must be a number, got {value!r}")
+        if not math.isfinite(float(value)):  # no option means anything by nan or inf
+            raise OptionError(key, f"option '{key}' of '{backend}' must be a finite number, got {value!r}")
         return float(value)
     if ann == "bool" and not isinstance(value, bool):
         raise OptionError(key, f"option '{key}' of '{backend}' must be true or false, got {value!r}")
     if ann == "str" and not isinstance(value, str):
         raise OptionError(key, f"option '{key}' of '{backend}' must be a string, got {value!r}")
     return value
+
+
+_RANGE_TEXT = {
+    ">0": "> 0",
+    ">=0": ">= 0",
+    ">=1": ">= 1",
+    "(0,1]": "in (0, 1]",
+    "[0,1]": "in [0, 1]",
+    "(0,1)": "in (0, 1)",
+    "[0,1)": "in [0, 1)",
+}
+
+
+def check_ranges(options: Any, ranges: Mapping[str, str], backend: str) -> None:
+    """Raise an OptionError (E700, at the option's line) for the first option outside its range.
+
+    `ranges` maps option names to one of ">0", ">=0", ">=1", "(0,1]", "[0,1]", "(0,1)", "[0,1)"; backends call it at
+    the start of `solve`, so a nonsense value (a negative step, a zero budget) is refused before any work
+    instead of running to a silently wrong or crashing end."""
+    tests: dict[str, Callable[[float], bool]] = {
+        ">0": lambda v: v > 0,
+        ">=0": lambda v: v >= 0,
+        ">=1": lambda v: v >= 1,
+        "(0,1]": lambda v: 0 < v <= 1,
+        "[0,1]": lambda v: 0 <= v <= 1,
+        "(0,1)": lambda v: 0 < v < 1,
+        "[0,1)": lambda v: 0 <= v < 1,
+    }
+    for key, rule in ranges.items():
+        value = getattr(options, key)
+        if isinstance(value, Auto) or value is None:
+            continue
+        if not tests[rule](float(value)):
+            raise OptionError(key, f"option '{key}' of '{backend}' must be {_RANGE_TEXT[rule]}, got {value!r}")
 
 
 # ----------------------------------------------------------------------------- `auto` options

@@ -274,7 +274,8 @@ def _rays_slsqp(
     degenerate corner, where the gradients of some objectives vanish). A ray whose point another
     ray already holds (a local solution) runs again from the next seeded start, at most
     `front_ray_retries` times. At most `budget` evaluations in all (the count of `ev`); returns
-    (F (K', m), X, SLSQP iterations, stopped) of the rays solved.
+    (F (K', m), X, SLSQP iterations, stopped) of the rays solved, stopped "limit" when the budget
+    ran out before every first-level ray was tried.
     """
     from optlang.backends.multiobjective.common import batched_init
     from optlang.backends.multiobjective.polish import FlatVariables
@@ -320,6 +321,7 @@ def _rays_slsqp(
     sols: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # ray -> (x, F)
     iters = 0
     stopped = "converged"
+    rays_done = False
     bounds: list[tuple[float | None, float | None]] = [
         (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
         for a, b in zip(fl.lo, fl.hi, strict=True)
@@ -378,6 +380,7 @@ def _rays_slsqp(
                     break
             if np.all(np.isfinite(Fx)) and not dup:
                 sols[k] = (x, Fx)
+        rays_done = True
         if o.front_ray_split and len(sols) >= 2 and not ctx.should_stop():
             # the next Das-Dennis level: the midpoint of each pair of neighbouring solved directions,
             # started from the midpoint of their two points (close to its solution: a few iterations)
@@ -395,8 +398,8 @@ def _rays_slsqp(
                 iters += nit
                 if np.all(np.isfinite(Fx)) and not any(np.abs((Fx - f) / s).max() <= 1e-3 for _, f in sols.values()):
                     sols[len(W) + len(sols)] = (x, Fx)
-    except _Spent:
-        stopped = "limit"
+    except _Spent:  # "limit" only when a first-level ray was cut (a cut split level leaves none unexplored)
+        stopped = "converged" if rays_done else "limit"
     flush()
     keys = sorted(sols)
     SF = np.array([sols[k][1] for k in keys]) if keys else np.zeros((0, m))
@@ -471,21 +474,39 @@ def _normalization(
     )
 
 
+def front_directions(problem: MultiObjectiveProblem, o: Any) -> tuple[np.ndarray, bool]:
+    """Stage 0's Das-Dennis directions and whether they run as SLSQP rays (`front_solver`, `rayable`)."""
+    m = len(problem.objectives)
+    slsqp = o.front_solver == "slsqp" and rayable(problem, o.polish_max_dim)
+    default_k = {2: 10, 3: 10}.get(m, 15) if slsqp else {2: 40, 3: 36}.get(m, 70)
+    return directions(o.front_points if o.front_points > 0 else default_k, m), slsqp
+
+
+def min_front_evals(problem: MultiObjectiveProblem, o: Any) -> int:
+    """The smallest `front_evals` a sweep can keep to: 3 K for K directions (the Adam batch's first
+    evaluation, one step and its end point; SLSQP rays: one evaluation of each first-level ray at
+    `front_ray_share`, at least 3 K); below it the budget would be overrun or no ray solved."""
+    W, slsqp = front_directions(problem, o)
+    K = W.shape[0]
+    return max(3 * K, math.ceil(K / o.front_ray_share)) if slsqp else 3 * K
+
+
 def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any, ev: Any) -> FrontRun:
     """Run stage 0 and the refinements; every evaluated point goes to `archive`."""
     from optlang.backends.multiobjective.common import batched_init, cosine
 
     m = len(problem.objectives)
-    slsqp = o.front_solver == "slsqp" and rayable(problem, o.polish_max_dim)
-    default_k = {2: 10, 3: 10}.get(m, 15) if slsqp else {2: 40, 3: 36}.get(m, 70)
-    W = directions(o.front_points if o.front_points > 0 else default_k, m)
+    W, slsqp = front_directions(problem, o)
     K = W.shape[0]
     budget = o.front_evals if o.front_evals > 0 else 10**12
     if slsqp:
         cap0 = int(o.front_ray_share * budget) if budget < 10**12 else 10**12
         SF, SX, stage0, stopped = _rays_slsqp(problem, W, o, ctx, archive, ev, cap0)
         z0, s0 = _normalization(archive, SF, None, ctx)
-        return _refine(problem, o, ctx, archive, ev, SF, SX, z0, s0, K, stage0, stage0, stopped, budget)
+        # rays cut by the budget leave parts of the front unexplored: the sweep cannot claim convergence
+        return _refine(
+            problem, o, ctx, archive, ev, SF, SX, z0, s0, K, stage0, stage0, stopped, budget, stopped != "limit"
+        )
     iters0 = ctx.max_iter if ctx.max_iter is not None else o.front_iters
     iters0 = max(1, min(iters0, int(o.front_stage0 * budget) // K if budget < 10**12 else iters0))
     X0 = batched_init(problem.variables, K, ctx, offset=2)
@@ -547,8 +568,10 @@ def _refine(
     stage0: int,
     stopped: str,
     budget: int,
+    complete: bool = True,
 ) -> FrontRun:
-    """The refinement rounds from the stage-0 solutions SF (objective vectors) and SX (points)."""
+    """The refinement rounds from the stage-0 solutions SF (objective vectors) and SX (points);
+    `complete` False (stage 0 cut before every ray was solved): the sweep ends "limit", never "converged"."""
     m = len(problem.objectives)
     nd_mask = nondominated_mask(SF)
     fresh_from = 0
@@ -618,6 +641,8 @@ def _refine(
         cost = max(1.0, (ev.count - spent0) / max(1, ia.size))
         nd_mask = nondominated_mask(SF)
         z, s = _normalization(archive, SF, nd_mask, ctx)
+    if stopped == "converged" and (not complete or SF.shape[0] == 0):
+        stopped = "limit"
     return FrontRun(
         evaluations=ev.count,
         iterations=iterations,

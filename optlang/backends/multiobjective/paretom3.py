@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.base import Backend, RawSolution, RunContext, Status, check_ranges
 from optlang.backends.loop import End, LoopOptions, Step, diverged, run_loop
 from optlang.backends.multiobjective.common import (
     Archive,
@@ -513,6 +513,41 @@ class ParetoM3Options:
     stat_tol: float = 1e-7  # converged: tangential stationarity and KKT residual (both relative) below this
 
 
+# the range of each numeric option (base.check_ranges); active_ratio < 0 means "off", any value is valid
+RANGES = {
+    **dict.fromkeys(("iters", "starts", "merit_iters", "front_ray_iters", "front_iters", "polish_every"), ">=1"),
+    **dict.fromkeys(("lr", "lr_y", "rho0", "rho_max", "rho_cap", "tau", "merit_tol", "front_ray_tol"), ">0"),
+    **dict.fromkeys(("front_resolution", "refine_lr", "front_lr", "front_tau", "stat_tol", "tol"), ">0"),
+    **dict.fromkeys(("rho_adapt", "y_mean", "eps", "front_ray_retries", "front_points", "front_evals"), ">=0"),
+    **dict.fromkeys(("front_tol", "refine_iters", "front_verify_max", "front_predict_tol"), ">=0"),
+    **dict.fromkeys(("front_theta", "front_alpha", "front_max", "polish_max_dim"), ">=0"),
+    **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
+    **dict.fromkeys(("rho_ramp", "front_ray_share", "front_stage0"), "(0,1]"),
+    "front_delta": "(0,1)",
+    **dict.fromkeys(("front_beta1", "front_beta2"), "[0,1)"),
+}
+
+
+def validate_options(options: ParetoM3Options) -> None:
+    """Refuse option values outside their meaning (OptionError, E700) before any work: every choice
+    among names, and every number in its range (RANGES)."""
+    if options.lambda_rule not in ("entropic", "argmin"):
+        raise OptionError("lambda_rule", f"lambda_rule must be 'entropic' or 'argmin', not {options.lambda_rule!r}")
+    if options.lambda_x not in ("minnorm_y", "minnorm_x", "gap"):
+        raise OptionError(
+            "lambda_x", f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}"
+        )
+    if options.front_scalar not in ("chebyshev", "pbi"):
+        raise OptionError(
+            "front_scalar", f"front_scalar must be 'chebyshev' or 'pbi', not {options.front_scalar!r}"
+        )
+    if options.front_solver not in ("slsqp", "adam"):
+        raise OptionError("front_solver", f"front_solver must be 'slsqp' or 'adam', not {options.front_solver!r}")
+    if options.guard not in ("dominance", "hinge", "none"):
+        raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
+    check_ranges(options, RANGES, "paretom3")
+
+
 class ParetoM3(Backend):
     """Preference-guided weak-Pareto optimization (ParetoM³); a swept front without a preference."""
 
@@ -527,31 +562,20 @@ class ParetoM3(Backend):
         return refuse_multiobjective(form, self.kinds)
 
     def solve(self, problem: MultiObjectiveProblem, options: ParetoM3Options, ctx: RunContext) -> RawSolution:
-        if options.lambda_rule not in ("entropic", "argmin"):
-            raise OptionError("lambda_rule", f"lambda_rule must be 'entropic' or 'argmin', not {options.lambda_rule!r}")
-        if options.lambda_x not in ("minnorm_y", "minnorm_x", "gap"):
-            raise OptionError(
-                "lambda_x", f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}"
-            )
-        if options.front_scalar not in ("chebyshev", "pbi"):
-            raise OptionError(
-                "front_scalar", f"front_scalar must be 'chebyshev' or 'pbi', not {options.front_scalar!r}"
-            )
-        if options.front_solver not in ("slsqp", "adam"):
-            raise OptionError("front_solver", f"front_solver must be 'slsqp' or 'adam', not {options.front_solver!r}")
-        if not 0 < options.front_ray_share <= 1:
-            raise OptionError("front_ray_share", "front_ray_share must be a fraction in (0, 1]")
-        if not 0 < options.front_stage0 <= 1:
-            raise OptionError("front_stage0", "front_stage0 must be a fraction in (0, 1]")
-        if not 0 <= options.front_verify <= 1:
-            raise OptionError("front_verify", "front_verify must be a fraction in [0, 1]")
-        if not (0 <= options.front_beta1 < 1 and 0 <= options.front_beta2 < 1):
-            raise OptionError("front_beta1", "front_beta1 and front_beta2 must be in [0, 1)")
-        if options.guard not in ("dominance", "hinge", "none"):
-            raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
+        validate_options(options)
         torch.manual_seed(ctx.seed)
         if problem.preference is not None:
             return self._preferred(problem, problem.preference, options, ctx)
+        from optlang.backends.multiobjective.front import min_front_evals
+
+        least = min_front_evals(problem, options)
+        if 0 < options.front_evals < least:
+            raise OptionError(
+                "front_evals",
+                f"front_evals = {options.front_evals} is below the {least} evaluations that stage 0 of the front "
+                f"needs (3 per direction: its first point, one step and its end point)",
+                hint="raise front_evals, lower front_points, or give 0 (no budget)",
+            )
         return self._front(problem, options, ctx)
 
     # --- with a preference: one preferred weakly Pareto point
