@@ -30,7 +30,8 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -221,7 +222,8 @@ def run_sweep(
     src = model.ir.source
     models = _lower_points(src, points, base_params, base_data)
     t_lower = time.perf_counter() - t0
-    why = _cannot_batch(models, backend) if batch else "batching turned off"
+    with _located_options(model):
+        why = _cannot_batch(models, backend) if batch else "batching turned off"
     if batch and models[0].kind in ("ising", "maxcut"):  # fields/couplings over one pattern: batched_ising.py
         from optlang import batched_ising
 
@@ -236,7 +238,8 @@ def run_sweep(
 
         solver: Any = _wing(models[0].kind) or batched_solve
         try:
-            results, note = solver.solve(models, seed=seed, max_iter=max_iter)
+            with _located_options(model):
+                results, note = solver.solve(models, seed=seed, max_iter=max_iter)
             t = time.perf_counter() - t0
             return SweepResult(points, results, f"batched: {note}", True, {"lower": t_lower, "total": t})
         except batched_solve.NotBatchable as e:
@@ -244,6 +247,18 @@ def run_sweep(
     results = _point_by_point(models, points, src.path, backend, seed, max_iter, executor, base_data)
     t = time.perf_counter() - t0
     return SweepResult(points, results, f"point by point ({executor}): {why}", False, {"lower": t_lower, "total": t})
+
+
+@contextmanager
+def _located_options(model: Any) -> Iterator[None]:
+    """An OptionError from a batched wing (its options read from the solver block) points at the line."""
+    try:
+        yield
+    except OptionError as e:
+        spans = model.ir.solver.option_spans if model.ir.solver else {}
+        if e.span is None and e.key in spans:
+            e.span = spans[e.key]
+        raise e.with_source(model.ir.source) from None
 
 
 def _lower_points(src: Any, points: list[dict[str, float]], params: dict, data: dict) -> list[Any]:

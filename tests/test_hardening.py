@@ -476,3 +476,15 @@ def test_non_finite_option_values_are_refused_for_every_backend() -> None:
         registry.get("gd").make_options({"lr": float("nan")})
     with pytest.raises(OptionError, match="finite"):
         registry.get("specann").make_options({"t_end": float("inf")})
+
+
+def test_batched_sweep_checks_paretom3_options_at_their_line() -> None:
+    """The batched multiobjective sweep reads its options from the solver block itself: a value out of
+    range is refused there too (merit_iters = -5 used to run with a vacuous merit check), located."""
+    src = (
+        "param w = 0.5\nvar x[3] in [0, 1]\nminimize {\n  f1: x[0]\n  f2: 1 - x[0] + sum(x[1:])\n}\n"
+        "prefer w * f1 + (1 - w) * f2\nsolver paretom3 { merit_iters = -5 }"
+    )
+    with pytest.raises(OptlangError) as info:
+        optlang.parse(src).sweep({"w": [0.4, 0.6]})
+    assert info.value.code == "E700" and info.value.line == 8 and "merit_iters" in info.value.message
