@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.base import Backend, RawSolution, RunContext, Status, check_ranges
 from optlang.backends.multiobjective.common import (
     Archive,
     BatchEval,
@@ -72,6 +72,8 @@ class WeightedSum(Backend):
             raise OptionError(
                 "scalarization", f"scalarization must be 'linear' or 'chebyshev', not {o.scalarization!r}"
             )
+        ranges = {"points": ">=1", "iters": ">=1", "lr": ">0", "lr_final": "[0,1]", "front_max": ">=0"}
+        check_ranges(o, ranges, self.name)
         m = len(problem.objectives)
         names = [n for n, _ in problem.objectives]
         W = torch.as_tensor(directions(o.points, m), dtype=ctx.dtype, device=ctx.device)
