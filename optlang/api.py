@@ -231,7 +231,7 @@ class Model:
         return model_html(self)
 
     def check_solver(self, backends: Sequence[str] | None = None) -> None:
-        """Validate the solver block (backend name, option names and types) and the named backends,
+        """Validate the solver block (backend name, option names, types and ranges) and the named backends,
         as `optlang check` does; raises OptionError/PlanError with a did-you-mean hint."""
         import difflib
 

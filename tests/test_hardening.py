@@ -488,3 +488,14 @@ def test_batched_sweep_checks_paretom3_options_at_their_line() -> None:
     with pytest.raises(OptlangError) as info:
         optlang.parse(src).sweep({"w": [0.4, 0.6]})
     assert info.value.code == "E700" and info.value.line == 8 and "merit_iters" in info.value.message
+
+
+def test_option_ranges_and_choices_are_checked_by_optlang_check() -> None:
+    """Declared ranges and choices (Backend.option_ranges / option_choices) are checked with the types, so
+    `optlang check` refuses them at their line before any solve; so are the candidates of `auto`."""
+    src = "var x[2] in [0, 1]\nminimize {\n  f1: x[0]\n  f2: 1 - x[0] + x[1]\n}\nsolver paretom3 { OPT }"
+    for opt, key in (("tau = 0", "tau"), ('guard = "off"', "guard"), ("lr = auto in [0.1, -0.1]", "lr")):
+        with pytest.raises(OptlangError) as info:
+            optlang.parse(src.replace("OPT", opt)).check_solver()
+        assert info.value.code == "E700" and info.value.line == 6 and key in info.value.message
+    optlang.parse(src.replace("OPT", "lr = auto in [0.01, 0.1]")).check_solver()  # in range: accepted

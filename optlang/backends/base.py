@@ -224,6 +224,10 @@ class Backend(ABC):
     requires: ClassVar[tuple[str, ...]] = ()  # optional import names; missing → refusal
     uses_torch: ClassVar[bool] = True  # False: numpy-only, so a solve never imports torch
     preload: ClassVar[tuple[str, ...]] = ()  # heavy modules the solve imports (besides torch): see prepare()
+    # the declared meaning of option values, checked by make_options (so `optlang check` sees them too):
+    # numeric ranges (check_ranges' rules) and the allowed words of string options
+    option_ranges: ClassVar[Mapping[str, str]] = {}
+    option_choices: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     def available(self) -> str | None:
         """None when usable here, else the sentence naming the missing optional package and its extra."""
@@ -278,9 +282,27 @@ class Backend(ABC):
                 raise OptionError(key, f"backend '{self.name}' has no option '{key}'", hint=hint)
             kwargs[key] = coerce_option(value, fields[key], key, self.name)
         opts = self.Options(**kwargs)
+        self.check_options(opts, auto)
         if auto:
             setattr(opts, AUTO_KEY, auto)  # chosen by backends/autotune.solve before the final solve
         return opts
+
+    def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
+        """Refuse (OptionError E700) a string option outside `option_choices` and a number outside
+        `option_ranges`, the candidates of an `auto` option included: a nonsense value (a negative step,
+        a zero iteration count) would otherwise run to a silently wrong or crashing end."""
+        for key, words in self.option_choices.items():
+            value = getattr(options, key)
+            if value not in words:
+                raise OptionError(
+                    key,
+                    f"option '{key}' of '{self.name}' must be one of {', '.join(map(repr, words))}, not {value!r}",
+                )
+        check_ranges(options, self.option_ranges, self.name)
+        for key, cands in (auto or {}).items():
+            if key in self.option_ranges:
+                for c in cands:
+                    check_ranges(_Candidate(key, c), {key: self.option_ranges[key]}, self.name)
 
 
 def coerce_option(value: Any, f: dataclasses.Field, key: str, backend: str) -> Any:
@@ -317,6 +339,13 @@ _RANGE_TEXT = {
     "(0,1)": "in (0, 1)",
     "[0,1)": "in [0, 1)",
 }
+
+
+class _Candidate:
+    """One candidate value of an `auto` option, shaped like an Options object for check_ranges."""
+
+    def __init__(self, key: str, value: float) -> None:
+        setattr(self, key, value)
 
 
 def check_ranges(options: Any, ranges: Mapping[str, str], backend: str) -> None:

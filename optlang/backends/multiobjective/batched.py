@@ -43,7 +43,7 @@ from optlang.backends.multiobjective.common import (
     variable_scale,
 )
 from optlang.backends.multiobjective.metrics import directions, strictly_dominating_count
-from optlang.backends.multiobjective.paretom3 import ParetoM3, ParetoM3Options, validate_options
+from optlang.backends.multiobjective.paretom3 import ParetoM3, ParetoM3Options
 from optlang.lazy import lazy_module
 from optlang.problem import Variable
 
@@ -87,7 +87,6 @@ def _options(m: Any) -> ParetoM3Options:
     solver = m.ir.solver
     given = dict(solver.options) if solver and solver.name in ("auto", "paretom3") else {}
     o: ParetoM3Options = ParetoM3().make_options({k: given[k] for k in OPTIONS if k in given})
-    validate_options(o)
     return o
 
 

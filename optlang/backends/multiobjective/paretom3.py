@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optlang.backends.base import Backend, RawSolution, RunContext, Status, check_ranges
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.loop import End, LoopOptions, Step, diverged, run_loop
 from optlang.backends.multiobjective.common import (
     Archive,
@@ -528,24 +528,13 @@ RANGES = {
 }
 
 
-def validate_options(options: ParetoM3Options) -> None:
-    """Refuse option values outside their meaning (OptionError, E700) before any work: every choice
-    among names, and every number in its range (RANGES)."""
-    if options.lambda_rule not in ("entropic", "argmin"):
-        raise OptionError("lambda_rule", f"lambda_rule must be 'entropic' or 'argmin', not {options.lambda_rule!r}")
-    if options.lambda_x not in ("minnorm_y", "minnorm_x", "gap"):
-        raise OptionError(
-            "lambda_x", f"lambda_x must be 'minnorm_y', 'minnorm_x' or 'gap', not {options.lambda_x!r}"
-        )
-    if options.front_scalar not in ("chebyshev", "pbi"):
-        raise OptionError(
-            "front_scalar", f"front_scalar must be 'chebyshev' or 'pbi', not {options.front_scalar!r}"
-        )
-    if options.front_solver not in ("slsqp", "adam"):
-        raise OptionError("front_solver", f"front_solver must be 'slsqp' or 'adam', not {options.front_solver!r}")
-    if options.guard not in ("dominance", "hinge", "none"):
-        raise OptionError("guard", f"guard must be 'dominance', 'hinge' or 'none', not {options.guard!r}")
-    check_ranges(options, RANGES, "paretom3")
+CHOICES = {
+    "lambda_rule": ("entropic", "argmin"),
+    "lambda_x": ("minnorm_y", "minnorm_x", "gap"),
+    "front_scalar": ("chebyshev", "pbi"),
+    "front_solver": ("adam", "slsqp"),
+    "guard": ("dominance", "hinge", "none"),
+}
 
 
 class ParetoM3(Backend):
@@ -557,12 +546,14 @@ class ParetoM3(Backend):
     research = True
     priority = 10
     Options = ParetoM3Options
+    option_ranges = RANGES
+    option_choices = CHOICES
 
     def refuse(self, form: Any) -> str | None:
         return refuse_multiobjective(form, self.kinds)
 
     def solve(self, problem: MultiObjectiveProblem, options: ParetoM3Options, ctx: RunContext) -> RawSolution:
-        validate_options(options)
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
         torch.manual_seed(ctx.seed)
         if problem.preference is not None:
             return self._preferred(problem, problem.preference, options, ctx)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optlang.backends.base import Backend, RawSolution, RunContext, Status, check_ranges
+from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.multiobjective.common import (
     Archive,
     BatchEval,
@@ -31,7 +31,6 @@ from optlang.backends.multiobjective.common import (
     variable_scale,
 )
 from optlang.backends.multiobjective.metrics import directions, hypervolume, nondominated_mask
-from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -59,6 +58,8 @@ class WeightedSum(Backend):
     name = "weighted-sum"
     kinds = frozenset({"multiobjective"})
     summary = "scalarization sweep over simplex weights (projected Adam), best swept point or the swept front"
+    option_ranges = {"points": ">=1", "iters": ">=1", "lr": ">0", "lr_final": "[0,1]", "front_max": ">=0"}
+    option_choices = {"scalarization": ("linear", "chebyshev")}
     priority = 60
     Options = WeightedSumOptions
     preload = ("torch._dynamo", "torch.func")  # first autograd/vmap use imports them (seconds)
@@ -68,12 +69,7 @@ class WeightedSum(Backend):
 
     def solve(self, problem: MultiObjectiveProblem, options: WeightedSumOptions, ctx: RunContext) -> RawSolution:
         o = options
-        if o.scalarization not in ("linear", "chebyshev"):
-            raise OptionError(
-                "scalarization", f"scalarization must be 'linear' or 'chebyshev', not {o.scalarization!r}"
-            )
-        ranges = {"points": ">=1", "iters": ">=1", "lr": ">0", "lr_final": "[0,1]", "front_max": ">=0"}
-        check_ranges(o, ranges, self.name)
+        self.check_options(o)  # make_options checked them; options built by hand are checked here
         m = len(problem.objectives)
         names = [n for n, _ in problem.objectives]
         W = torch.as_tensor(directions(o.points, m), dtype=ctx.dtype, device=ctx.device)
