@@ -11,7 +11,7 @@ from importlib import import_module
 from pathlib import Path
 
 import pytest
-from pygments.token import Error, Keyword, Name
+from pygments.token import Error, Keyword, Name, Operator
 
 from optlang import editors
 from optlang.editors import textmate
@@ -133,3 +133,11 @@ def test_pygmentize_finds_the_lexer_through_the_entry_point(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr
     assert '<span class="kd">param</span>' in out.stdout and '<span class="nb">tanh</span>' in out.stdout
     assert run("-N", str(model)).stdout.strip() == "optlang"
+
+
+def test_solver_block_backend_name_is_one_token() -> None:
+    """`solver weighted-sum`: the backend's name, hyphen included, is one name (not name, minus, name)."""
+    text = "solver weighted-sum { points = 5 }\nlet d = a-b\n"
+    toks = [(t, v) for t, v in OptlangLexer().get_tokens(text) if v.strip()]
+    assert toks[:2] == [(Keyword, "solver"), (Name.Class, "weighted-sum")]
+    assert ("-", Operator) in [(v, t) for t, v in toks]  # a - b elsewhere is still a subtraction

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pygments.lexer import RegexLexer, words
+from pygments.lexer import RegexLexer, bygroups, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
 from optlang.editors import DECLARATIONS, DOMAINS, FUNCTIONS, KEYWORDS
@@ -25,6 +25,11 @@ class OptlangLexer(RegexLexer):
             (r'"([^"\\\n]|\\.)*"', String.Double),
             (r"\bsubject[ \t]+to\b", Keyword),
             (r"\bmax[ \t]+over\b", Keyword),
+            # the backend a solver block names, hyphens included (weighted-sum, sdp-cvxpy)
+            (
+                r"\b(solver)([ \t]+)([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)",
+                bygroups(Keyword, Whitespace, Name.Class),
+            ),
             (words(DECLARATIONS, suffix=r"\b"), Keyword.Declaration),
             (words(KEYWORDS, suffix=r"\b"), Keyword),
             (words(DOMAINS, suffix=r"\b"), Keyword.Pseudo),
