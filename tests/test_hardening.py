@@ -462,7 +462,8 @@ def test_model_text_has_a_size_limit() -> None:
 def test_paretom3_option_ranges_are_checked_at_their_line(opt: str, key: str) -> None:
     """A value outside an option's meaning is refused before any work (it used to run: lr = -1 ended
     `converged`, merit_iters = 0 made the merit check vacuous), pointing at the option's own line."""
-    m = optlang.parse(f"var x[2] in [0, 1]\nminimize {{\n  f1: x[0]\n  f2: 1 - x[0] + x[1]\n}}\nsolver paretom3 {{ {opt} }}")
+    head = "var x[2] in [0, 1]\nminimize {\n  f1: x[0]\n  f2: 1 - x[0] + x[1]\n}\n"
+    m = optlang.parse(head + f"solver paretom3 {{ {opt} }}")
     with pytest.raises(OptlangError) as info:
         m.solve()
     assert info.value.code == "E700" and info.value.line == 6 and key in info.value.message

@@ -73,7 +73,8 @@ def test_solver_block_names_every_backend() -> None:
     for name in registry.names():
         m = optlang.parse(f"var x\nminimize x^2\nsolver {name} {{ }}\n")
         assert m.ir.solver.name == name
-    m = optlang.parse("var x[2]\nlet d = x[0]-x[1]\nminimize {\n f1: d^2\n f2: (x[1]-1)^2\n}\nsolver weighted-sum { points = 5 }")
+    text = "var x[2]\nlet d = x[0]-x[1]\nminimize {\n f1: d^2\n f2: (x[1]-1)^2\n}\n"
+    m = optlang.parse(text + "solver weighted-sum { points = 5 }")
     assert m.plan().chosen == "weighted-sum" and m.ir.solver.options == {"points": 5}
     with pytest.raises(optlang.OptlangError, match="did you mean 'weighted-sum'"):
         optlang.parse("var x\nminimize x^2\nsolver weighted-summ { }").plan()
