@@ -444,3 +444,41 @@ def test_compare_cli_writes_the_report_and_returns_the_exit_code(tmp_path: Path)
 
     with pytest.raises(OptionError, match="unknown backend"):
         main(["compare", str(FIXTURES / "smooth_small.opt"), "-b", "no-such-backend", "--executor", "inline"])
+
+
+def _front_result(backend: str, seed: int, F: np.ndarray) -> Result:
+    """A multiobjective Result whose info["front"] holds the rows of F (objectives f1, f2)."""
+    front = [{"objectives": {"f1": float(a), "f2": float(b)}, "values": {}} for a, b in F]
+    return Result(Status.CONVERGED, None, {}, backend, "multiobjective", info={"front": front}, seed=seed)
+
+
+def test_fronts_compare_by_one_reference_point() -> None:
+    """Each front's hypervolume is taken against one reference for the whole comparison (the worst value of
+    each objective over all fronts + 10 % of the range), recomputed here by hand on staircases."""
+    t = np.linspace(0, 1, 11)
+    dense = np.c_[t, 1 - t]  # the segment f1 + f2 = 1, 11 points
+    sparse = np.c_[t[::5], 1 - t[::5]] + 0.1  # 3 points, shifted away from the segment
+    results = [_front_result("dense", 0, dense), _front_result("sparse", 0, sparse), _front_result("sparse", 1, dense)]
+    c = Comparison(model="fronts", path="f.opt", kind="multiobjective", sense="minimize",
+                   backends=["dense", "sparse"], results=results)
+    fh = c.front_hypervolumes()
+    assert fh is not None and fh.objectives == ["f1", "f2"]
+    assert fh.reference == pytest.approx([1.1 + 0.11, 1.1 + 0.11])  # worst 1.1, range 1.1
+    r = 1.21
+
+    def staircase(F: np.ndarray) -> float:  # 2-D hypervolume of points sorted by f1, by rectangles
+        F = F[np.argsort(F[:, 0])]
+        return float(sum((r - a) * ((r if i == 0 else F[i - 1, 1]) - b) for i, (a, b) in enumerate(F)))
+
+    assert fh.values["dense"] == pytest.approx([staircase(dense)])
+    assert fh.values["sparse"] == pytest.approx([staircase(sparse), staircase(dense)])
+    assert fh.median("sparse") == pytest.approx((staircase(sparse) + staircase(dense)) / 2)
+    assert fh.points == {"dense": [11], "sparse": [3, 11]}
+    assert c.to_dict()["front_hypervolumes"]["reference"] == fh.reference
+    from optlang import report
+
+    md = report.render(c, "md")
+    assert "| dense | 11 | " + f"{staircase(dense):.6g}" in md and "one reference point for every run" in md
+    scalar = Comparison(model="m", path="m.opt", kind="smooth", sense="minimize", backends=["a"],
+                        results=[Result(Status.CONVERGED, 1.0, {}, "a", "smooth")])
+    assert scalar.front_hypervolumes() is None and scalar.to_dict()["front_hypervolumes"] is None

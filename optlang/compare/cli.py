@@ -126,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
     flags = c.contradictions()
     notes = [f"[dim]not run: {name} — {reason}[/dim]" for name, reason in c.refused.items()]
     notes += [f"[bold red]CONTRADICTION[/bold red] {f.sentence(c.sense)}" for f in flags]
+    if (fh := c.front_hypervolumes()) is not None:  # fronts compare by one reference point, not by an objective
+        ref = ", ".join(f"{v:.6g}" for v in fh.reference)
+        per = ", ".join(f"{b} {m:.6g}" for b in c.backends if (m := fh.median(b)) is not None)
+        notes.append(f"front hypervolume (median over repeats; reference ({ref}), larger is better): {per}")
     print_outputs(c, args, notes)
     if not c.results or not any(r.status.has_solution for r in c.results):
         return 1

@@ -15,10 +15,12 @@ from optlang.compare.stats import (
     RTOL,
     BackendSummary,
     Contradiction,
+    FrontHypervolumes,
     StatusConflict,
     best_of,
     find_contradictions,
     find_status_conflicts,
+    front_hypervolumes,
     has_value,
     summarize,
     tightest_bound,
@@ -83,6 +85,10 @@ class Comparison:
         flagged = {c.claimant for c in self.contradictions()}
         return [summarize(self.results, b, self.sense, b in flagged) for b in self.backends]
 
+    def front_hypervolumes(self) -> FrontHypervolumes | None:
+        """The runs' fronts measured against one reference point (None: no front of 2-3 objectives)."""
+        return front_hypervolumes({b: self.runs(b) for b in self.backends})
+
     @property
     def best_objective(self) -> float | None:
         return best_of([r.objective for r in self.results if has_value(r)], self.sense)
@@ -115,6 +121,7 @@ class Comparison:
             "best_bound": self.best_bound,
             "summaries": [s.to_dict() for s in self.summaries()],
             "contradictions": [c.to_dict() for c in self.contradictions()],
+            "front_hypervolumes": (fh.to_dict() if (fh := self.front_hypervolumes()) is not None else None),
             "source": self.source,
             "latex": self.latex,
             "plan": self.plan,

@@ -136,6 +136,74 @@ def summarize(results: Sequence[Result], backend: str, sense: str, flagged: bool
     )
 
 
+# ----------------------------------------------------------------------------- fronts
+def front_matrix(r: Result) -> tuple[list[str], list[list[float]]]:
+    """Objective names and finite points of a run's Pareto front (info["front"]: [{"objectives": {...}}, ...])."""
+    front = r.info.get("front") if r.status.has_solution else None
+    names: list[str] = []
+    pts: list[list[float]] = []
+    for p in front if isinstance(front, list) else []:
+        objs = p.get("objectives") if isinstance(p, dict) else None
+        if not isinstance(objs, dict):
+            continue
+        if not names:
+            names = list(objs)
+        try:
+            row = [float(objs[n]) for n in names]
+        except (KeyError, TypeError, ValueError):
+            continue
+        if all(math.isfinite(v) for v in row):
+            pts.append(row)
+    return names, pts
+
+
+@dataclass
+class FrontHypervolumes:
+    """Every run's front hypervolume against ONE reference point for the whole comparison, so the
+    backends' numbers compare (a run's own info["hypervolume"] uses a reference of its own front)."""
+
+    objectives: list[str]
+    reference: list[float]  # the worst value of each objective over all fronts + 10 % of the union's range
+    values: dict[str, list[float]]  # backend -> hypervolume of each run with a front, in seed order
+    points: dict[str, list[int]]  # backend -> front size of each of those runs
+
+    def median(self, backend: str) -> float | None:
+        v = self.values.get(backend) or []
+        return statistics.median(v) if v else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def front_hypervolumes(runs: dict[str, list[Result]]) -> FrontHypervolumes | None:
+    """The common-reference hypervolumes of the runs' fronts (backend -> its runs); None when no run has
+    a front of 2 or 3 objectives (the exact hypervolume's range) or the fronts name other objectives."""
+    from optlang.backends.multiobjective.metrics import hypervolume
+
+    names: list[str] | None = None
+    fronts: dict[str, list[list[list[float]]]] = {}
+    for b, rs in runs.items():
+        for r in rs:
+            n, pts = front_matrix(r)
+            if not pts:
+                continue
+            if names is None:
+                names = n
+            if n != names or len(n) not in (2, 3):
+                return None
+            fronts.setdefault(b, []).append(pts)
+    if names is None:
+        return None
+    every = [p for fs in fronts.values() for F in fs for p in F]
+    lo = [min(p[i] for p in every) for i in range(len(names))]
+    hi = [max(p[i] for p in every) for i in range(len(names))]
+    ref = [h + 0.1 * ((h - lo_) if h > lo_ else max(1.0, abs(h))) for lo_, h in zip(lo, hi, strict=True)]
+    import numpy as np
+
+    values = {b: [float(hypervolume(np.asarray(F), np.asarray(ref))) for F in fs] for b, fs in fronts.items()}
+    return FrontHypervolumes(names, ref, values, {b: [len(F) for F in fs] for b, fs in fronts.items()})
+
+
 # ----------------------------------------------------------------------------- contradictions
 @dataclass
 class Contradiction:

@@ -264,10 +264,12 @@ def _kind_panel(c: Comparison) -> str:
         s = figure(plots.front_svg(c))
         if s:
             parts.append(s)
+        fh = c.front_hypervolumes()
         counts = [
             (
                 b,
                 str(sum(len(panels.front_points(r)[1]) for r in c.runs(b))),
+                fmt.num(fh.median(b), 6) if fh is not None and fh.median(b) is not None else fmt.DASH,
                 "; ".join(
                     ", ".join(f"{k} = {fmt.num(v, 6)}" for k, v in zip(*rp, strict=True))
                     for r in c.runs(b)
@@ -278,7 +280,11 @@ def _kind_panel(c: Comparison) -> str:
             )
             for b in c.backends
         ]
-        parts.append(table(("backend", "front points (all repeats)", "returned point(s)"), counts))
+        parts.append(
+            table(("backend", "front points (all repeats)", "hypervolume (median)", "returned point(s)"), counts)
+        )
+        if fh is not None:
+            parts.append(f"<p>{escape(panels.hypervolume_sentence(fh))}</p>")
     if panels.has_regions(c):
         s = figure(plots.regions_svg(c))
         if s:

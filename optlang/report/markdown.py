@@ -178,15 +178,17 @@ def _panel(c: Comparison) -> list[str]:
             "",
         ]
     if panels.has_front(c):
+        fh = c.front_hypervolumes()
         out += [
             "## Pareto front",
             "",
             table(
-                ("backend", "front points (all repeats)", "objectives"),
+                ("backend", "front points (all repeats)", "hypervolume (median)", "objectives"),
                 [
                     (
                         b,
                         sum(len(panels.front_points(r)[1]) for r in c.runs(b)),
+                        fmt.num(fh.median(b), 6) if fh is not None and fh.median(b) is not None else fmt.DASH,
                         ", ".join(
                             next((panels.front_points(r)[0] for r in c.runs(b) if panels.front_points(r)[0]), [])
                         ),
@@ -195,6 +197,7 @@ def _panel(c: Comparison) -> list[str]:
                 ],
             ),
             "",
+            *([panels.hypervolume_sentence(fh), ""] if fh is not None else []),
         ]
     if panels.has_regions(c):
         out += ["## Per-region errors", ""]

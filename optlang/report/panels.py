@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from optlang.compare.stats import has_value
+from optlang.compare.stats import FrontHypervolumes, front_matrix, has_value
 from optlang.compare.traces import Points, bound_trace, bound_valid, end_time, objective_trace, reports_model_objective
 from optlang.report import fmt
 
@@ -128,20 +128,17 @@ def robust_limits(ys: Sequence[float]) -> tuple[float, float] | None:
 # ----------------------------------------------------------------------------- kind panels
 def front_points(r: Result) -> tuple[list[str], list[list[float]]]:
     """Objective names and points of a run's Pareto front (info["front"]: [{"objectives": {...}}, ...])."""
-    front = r.info.get("front") or []
-    names: list[str] = []
-    pts: list[list[float]] = []
-    for p in front:
-        objs = p.get("objectives") if isinstance(p, dict) else None
-        if not isinstance(objs, dict):
-            continue
-        if not names:
-            names = list(objs)
-        try:
-            pts.append([float(objs[n]) for n in names])
-        except (KeyError, TypeError, ValueError):
-            continue
-    return names, pts
+    return front_matrix(r)
+
+
+def hypervolume_sentence(fh: FrontHypervolumes) -> str:
+    """How the fronts' hypervolumes were measured, for the reports and the console."""
+    ref = ", ".join(f"{n} = {fmt.num(v, 6)}" for n, v in zip(fh.objectives, fh.reference, strict=True))
+    return (
+        f"Hypervolume: the volume each front dominates up to one reference point for every run ({ref}: the "
+        "worst value of each objective over all fronts plus 10 % of their range); larger is better. Each "
+        "run's own info.hypervolume uses a reference of its own front and does not compare across runs."
+    )
 
 
 def returned_point(r: Result) -> tuple[list[str], list[float]] | None:
