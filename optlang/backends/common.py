@@ -1,14 +1,16 @@
-"""Helpers shared across problem kinds: variable tensors and domain projections (torch), option choices."""
+"""Helpers shared across problem kinds: variable tensors and domain projections (torch), option choices and
+ranges with an automatic value."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optlang.backends.base import RunContext
+from optlang.backends.base import RunContext, check_ranges
 from optlang.errors import OptionError
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import Domain, Variable
@@ -80,6 +82,27 @@ def check_choice(backend: str, key: str, value: str, choices: tuple[str, ...]) -
     """Reject an option value outside its documented choices, naming them."""
     if value not in choices:
         raise OptionError(key, f"option '{key}' of '{backend}' must be one of {', '.join(choices)}, got {value!r}")
+
+
+def check_range_or_auto(
+    backend: str,
+    options: Any,
+    key: str,
+    rule: str,
+    auto: Mapping[str, tuple[float, ...]] | None = None,
+    sentinel: float = -1.0,
+) -> None:
+    """Refuse (E700) option `key` unless it is `sentinel`, its documented automatic value, or within `rule`
+    (one of base.check_ranges' rules), the candidates of an `auto` option included: what a table of
+    Backend.option_ranges cannot say for an option such as `momentum` in [0, 1), or -1."""
+    for value in (getattr(options, key), *(auto or {}).get(key, ())):
+        if value is None or value == sentinel:
+            continue
+        try:
+            check_ranges(SimpleNamespace(**{key: value}), {key: rule}, backend)
+        except OptionError as exc:
+            message = exc.message.replace(", got", f" (or {sentinel:g}: automatic), got", 1)
+            raise OptionError(key, message) from None
 
 
 class KeepBest:

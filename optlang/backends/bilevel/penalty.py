@@ -9,6 +9,7 @@ It is what a user without a bilevel method would write; `benchmarks/bilevel.py` 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from optlang.backends.bilevel.oracle import (
     oracle_info,
     refuse_bilevel,
 )
+from optlang.backends.common import check_range_or_auto
 from optlang.backends.loop import End, LoopOptions, Step, diverged, run_loop
 from optlang.lazy import lazy_module
 from optlang.problem import BilevelProblem
@@ -68,6 +70,27 @@ class PenaltyOptions:
     eval_samples: int = 4096
 
 
+# the declared meaning of the options (checked by make_options, so `optlang check` sees them); patience,
+# min_stage, batch_f and batch_g mean "automatic" when negative and are not in the table; momentum is in
+# [0, 1) or −1 (automatic), checked by Penalty.check_options
+RANGES = {
+    "eps0": ">0",
+    "eps_decay": "(0,1)",
+    "eps_min": ">=0",
+    "inner_iters": ">=1",
+    "inner_tol": ">0",
+    "stall_ratio": ">=0",
+    "step_scale": ">0",
+    "history_size": ">=1",
+    "tol_g": ">0",
+    "lipschitz_iters": ">=1",
+    "report_every": ">=1",
+    "trace_points": ">=1",
+    "eval_samples": ">=1",
+}
+CHOICES = {"inner": ("auto", "lbfgs", "sgd")}
+
+
 class Penalty(Backend):
     """Quadratic-free penalty continuation f + g/ε: the baseline for simple bilevel problems."""
 
@@ -76,7 +99,14 @@ class Penalty(Backend):
     summary = "penalty continuation f + g/ε with L-BFGS or minibatch gradient inner solves (baseline)"
     priority = 60
     Options = PenaltyOptions
+    option_ranges = RANGES
+    option_choices = CHOICES
     preload = ("torch._dynamo",)  # torch.optim imports it on first use
+
+    def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
+        """The declared ranges and choices, and `momentum` in [0, 1) or −1 (automatic)."""
+        super().check_options(options, auto)
+        check_range_or_auto(self.name, options, "momentum", "[0,1)", auto)
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)
@@ -85,14 +115,7 @@ class Penalty(Backend):
         return refuse_bilevel(form, self.name)
 
     def solve(self, problem: BilevelProblem, options: PenaltyOptions, ctx: RunContext) -> RawSolution:
-        from optlang.errors import OptionError
-
-        if options.inner not in ("auto", "lbfgs", "sgd"):
-            raise OptionError("inner", f"option 'inner' of 'penalty' must be auto, lbfgs or sgd, got {options.inner!r}")
-        if not (0.0 < options.eps_decay < 1.0) or options.eps0 <= 0:
-            raise OptionError("eps_decay", "penalty needs eps0 > 0 and 0 < eps_decay < 1")
-        if not (0.0 <= options.momentum < 1.0 or options.momentum == -1.0):
-            raise OptionError("momentum", "option 'momentum' of 'penalty' must be in [0, 1), or −1")
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
         return _PenaltyRun(problem, options, ctx).run()
 
 

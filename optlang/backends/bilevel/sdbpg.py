@@ -11,6 +11,7 @@ checks, shared with the `penalty` baseline, are in `oracle.py`. Formulas: docs/b
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from optlang.backends.bilevel.oracle import (
     oracle_info,
     refuse_bilevel,
 )
-from optlang.backends.common import finite
+from optlang.backends.common import check_range_or_auto, finite
 from optlang.backends.loop import REDO, End, LoopOptions, Redo, Step, diverged, run_loop
 from optlang.lazy import lazy_module
 from optlang.problem import BilevelProblem
@@ -88,6 +89,40 @@ class SDBPGOptions:
     eval_samples: int = 4096  # monitoring evaluations use at most this many (fixed) samples
 
 
+# the declared meaning of the options (checked by make_options, so `optlang check` sees them); options whose
+# negative values mean "automatic" (min_phase, patience, batch_f, batch_g) are not in the table, and those
+# with one documented automatic value −1 beside a range are checked by SDBPG.check_options
+RANGES = {
+    "alpha": ">=0",
+    "stall_ratio": ">=0",
+    "lam_cap": ">0",
+    "bind_frac": ">=0",
+    "rho_power": ">=0",
+    "rho_tau": ">0",
+    "rho_min": ">=0",
+    "step": ">=0",
+    "step_scale": ">0",
+    "pr_mu": ">=0",
+    "pr_tau": ">0",
+    "pr_power": ">=0",
+    "vr_a": "(0,1]",
+    "tol_g": ">0",
+    "lipschitz_iters": ">=0",
+    "report_every": ">=1",
+    "trace_points": ">=1",
+    "eval_samples": ">=1",
+}
+CHOICES = {
+    "variant": ("sdbpg", "pr", "vr"),
+    "alpha_rule": ("fixed", "level", "auto"),
+    "phi": ("grad", "gap"),
+    "rho_rule": ("stall", "power"),
+    "step_rule": ("adaptive", "constant", "diminishing"),
+}
+# (rule, beside the automatic value −1)
+RANGES_OR_AUTO = {"lam_target": ">0", "lam_growth": ">=1", "momentum": "[0,1)", "lam_smoothing": "[0,1]"}
+
+
 class SDBPG(Backend):
     """The SDBPG family: dynamic barrier gradient with a perturbed, bounded multiplier."""
 
@@ -96,7 +131,15 @@ class SDBPG(Backend):
     summary = "stochastic dynamic barrier perturbed gradient (SDBPG, PR-SDBPG, VR-PR-SDBPG) for x ∈ argmin g"
     priority = 10
     Options = SDBPGOptions
+    option_ranges = RANGES
+    option_choices = CHOICES
     preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
+
+    def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
+        """The declared ranges and choices, and the options that are −1 (automatic) or in a range."""
+        super().check_options(options, auto)
+        for key, rule in RANGES_OR_AUTO.items():
+            check_range_or_auto(self.name, options, key, rule, auto)
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form)
@@ -105,36 +148,13 @@ class SDBPG(Backend):
         return refuse_bilevel(form, self.name)
 
     def solve(self, problem: BilevelProblem, options: SDBPGOptions, ctx: RunContext) -> RawSolution:
-        validate(options)
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
         return _Run(problem, options, ctx).run()
 
 
 def validate(o: SDBPGOptions) -> None:
-    """Reject option values outside their documented sets (make_options checks only the types)."""
-    from optlang.errors import OptionError
-
-    choices = {
-        "variant": ("sdbpg", "pr", "vr"),
-        "phi": ("grad", "gap"),
-        "alpha_rule": ("fixed", "level", "auto"),
-        "rho_rule": ("stall", "power"),
-        "step_rule": ("adaptive", "constant", "diminishing"),
-    }
-    for key, allowed in choices.items():
-        if getattr(o, key) not in allowed:
-            raise OptionError(
-                key, f"option '{key}' of 'sdbpg' must be one of {', '.join(allowed)}, got {getattr(o, key)!r}"
-            )
-    if not (0.0 <= o.momentum < 1.0 or o.momentum == -1.0):
-        raise OptionError("momentum", "option 'momentum' of 'sdbpg' must be in [0, 1), or −1 (automatic)")
-    if not 0.0 < o.vr_a <= 1.0:
-        raise OptionError("vr_a", "option 'vr_a' of 'sdbpg' must be in (0, 1]")
-    bad_level = (o.lam_target <= 0 and o.lam_target != -1.0) or (o.lam_growth < 1.0 and o.lam_growth != -1.0)
-    if bad_level or o.alpha < 0 or o.step < 0 or o.step_scale <= 0:
-        raise OptionError(
-            "lam_target",
-            "sdbpg needs lam_target > 0 and lam_growth ≥ 1 (−1: automatic), alpha ≥ 0, step ≥ 0, step_scale > 0",
-        )
+    """Refuse option values outside their meaning (what SDBPG.check_options refuses; for options built by hand)."""
+    SDBPG().check_options(o)
 
 
 class _Run(Step):

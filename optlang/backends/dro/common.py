@@ -21,6 +21,16 @@ import numpy as np
 RADIUS_RULES = ("count", "inverse", "density", "uniform")
 REGION_SCHEMES = ("quantile", "uniform")
 REGION_WEIGHTS = ("adaptive", "empirical", "balanced", "robust")
+# the region options tcdro and dro-cvxpy share (Backend.option_choices); `auto` weights mean robust
+REGION_CHOICES = {
+    "regions": REGION_SCHEMES,
+    "radius_rule": RADIUS_RULES,
+    "region_weights": ("auto", *REGION_WEIGHTS),
+}
+# the optimizer options tcdro and erm share (Backend.option_ranges / option_choices): batch_size 0 and
+# refresh 0 are automatic, polish_iter 0 turns the polish off, full_batch_max 0 always takes minibatches
+TRAIN_RANGES = {"lr": ">0", "batch_size": ">=0", "full_batch_max": ">=0", "polish_iter": ">=0"}
+TRAIN_CHOICES = {"solver": ("auto", "lbfgs", "adam")}
 
 
 # ----------------------------------------------------------------------------- divergence duals
@@ -465,10 +475,7 @@ def shared_refusal(form: Any, name: str, validates_auto: bool = False) -> str | 
     tcdro does) and general constraints (they handle variable domains only)."""
     auto: tuple[str, ...] = tuple(getattr(form, "auto", ()))
     if auto and not validates_auto:
-        return (
-            f"{', '.join(auto)} = auto is chosen by validation, which {name} does not do; use tcdro "
-            "or give a number"
-        )
+        return f"{', '.join(auto)} = auto is chosen by validation, which {name} does not do; use tcdro or give a number"
     if form.constraints:
         return f"{name} handles variable domains only, not general constraints: " + "; ".join(form.constraints)
     return None

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.common import check_choice
-from optlang.backends.dro.common import RADIUS_RULES, REGION_SCHEMES, REGION_WEIGHTS, Regions, shared_refusal
+from optlang.backends.dro.common import REGION_CHOICES, Regions, shared_refusal
 from optlang.backends.dro.report import base_divergence, problem_regions, resolve_mix, solution_report
 from optlang.problem import DROProblem, Variable
 
@@ -133,6 +132,8 @@ class DROCvxpy(Backend):
     summary = "exact convex reformulation of χ²/KL/Wasserstein/target-conditional DRO through cvxpy (Clarabel)"
     priority = 40
     Options = DROCvxpyOptions
+    # solver is any installed cvxpy solver's name (cvxpy says which are not); outer_radius < 0: the model's radius
+    option_choices = REGION_CHOICES
     requires = ("cvxpy",)
     preload = ("cvxpy",)
 
@@ -161,9 +162,7 @@ class DROCvxpy(Backend):
         import cvxpy as cp
 
         o = options
-        check_choice(self.name, "regions", o.regions, REGION_SCHEMES)
-        check_choice(self.name, "radius_rule", o.radius_rule, RADIUS_RULES)
-        check_choice(self.name, "region_weights", o.region_weights, ("auto", *REGION_WEIGHTS))
+        self.check_options(o)  # make_options checked them; options built by hand are checked here
         amb = problem.ambiguity
         xs = {v.name: _cvx_var(v) for v in problem.variables}
         cons: list[Any] = []

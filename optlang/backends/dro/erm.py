@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.common import check_choice
-from optlang.backends.dro.common import shared_refusal
+from optlang.backends.dro.common import TRAIN_CHOICES, TRAIN_RANGES, shared_refusal
 from optlang.backends.dro.report import solution_report
 from optlang.backends.loop import from_fields
 from optlang.problem import DROProblem
@@ -40,6 +39,8 @@ class ERM(Backend):
     auto = False
     priority = 90
     Options = ERMOptions
+    option_ranges = TRAIN_RANGES
+    option_choices = TRAIN_CHOICES
     preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Any) -> str | None:
@@ -55,7 +56,7 @@ class ERM(Backend):
         from optlang.backends.dro.train import MeanObjective, TrainConfig, train_polished
 
         o = options
-        check_choice(self.name, "solver", o.solver, ("auto", "lbfgs", "adam"))
+        self.check_options(o)  # make_options checked them; options built by hand are checked here
         cfg = from_fields(TrainConfig, o)  # solver, lr, batch_size, full_batch_max: by name
         out = train_polished(
             problem, lambda dtype: MeanObjective(problem.loss.compile(ctx.device, dtype)), ctx, cfg, o.polish_iter

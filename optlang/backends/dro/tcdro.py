@@ -12,21 +12,16 @@ report it shares with `erm` and `dro-cvxpy` is in report.py.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.common import check_choice
 from optlang.backends.dro import auto as dro_auto
 from optlang.backends.dro.auto import AUTO_OPTIONS
-from optlang.backends.dro.common import (
-    RADIUS_RULES,
-    REGION_SCHEMES,
-    REGION_WEIGHTS,
-    shared_refusal,
-)
+from optlang.backends.dro.common import REGION_CHOICES, TRAIN_CHOICES, TRAIN_RANGES, shared_refusal
 from optlang.backends.dro.report import base_divergence, problem_regions, region_targets, resolve_mix, solution_report
 from optlang.backends.loop import from_fields
 from optlang.errors import OptionError
@@ -65,7 +60,22 @@ class TCDRO(Backend):
     summary = "TC-DRO: per-target-region χ²/KL balls, radii growing in scarce regions; torch L-BFGS/Adam"
     priority = 10
     Options = TCDROOptions
+    # outer_radius < 0 means the model's radius and is not in the table; folds ≥ 2 is checked by check_options
+    option_ranges = {**TRAIN_RANGES, "refresh": ">=0", "val_frac": "(0,1)", "val_slack": ">0", "tail_quantile": "[0,1]"}
+    option_choices = {
+        **REGION_CHOICES,
+        **TRAIN_CHOICES,
+        "dual": ("closed_form", "joint"),
+        "select": ("kfold", "holdout"),
+    }
     preload = ("torch._dynamo",)  # torch.optim imports it on first use
+
+    def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
+        """The declared ranges and choices, and `folds` ≥ 2 (k-fold validation trains on the other folds)."""
+        super().check_options(options, auto)
+        for folds in (options.folds, *(auto or {}).get("folds", ())):
+            if folds < 2:
+                raise OptionError("folds", f"option 'folds' of '{self.name}' must be >= 2, got {folds!r}")
 
     def make_options(self, given: Any) -> TCDROOptions:
         """As the base, plus `outer_radius = auto [in [...]]`: kept aside as `_auto` for dro_auto (a
@@ -109,12 +119,7 @@ class TCDRO(Backend):
         )
 
         o = options
-        check_choice(self.name, "regions", o.regions, REGION_SCHEMES)
-        check_choice(self.name, "radius_rule", o.radius_rule, RADIUS_RULES)
-        check_choice(self.name, "region_weights", o.region_weights, ("auto", *REGION_WEIGHTS))
-        check_choice(self.name, "solver", o.solver, ("auto", "lbfgs", "adam"))
-        check_choice(self.name, "dual", o.dual, ("closed_form", "joint"))
-        check_choice(self.name, "select", o.select, ("kfold", "holdout"))
+        self.check_options(o)  # make_options checked them; options built by hand are checked here
         selection = None
         if problem.ambiguity.auto or getattr(o, "_auto", None):
             chosen, selection = self._select(problem, o, ctx)

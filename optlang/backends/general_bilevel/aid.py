@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.general_bilevel import krylov
 from optlang.backends.general_bilevel.common import (
+    OUTER_CHOICES,
+    OUTER_RANGES,
     HyperOracle,
     OuterOptions,
-    check_outer,
     drive,
     refuse_general_bilevel,
 )
 from optlang.backends.general_bilevel.levels import Levels
 from optlang.backends.general_bilevel.outer import Eval
-from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import GeneralBilevelProblem
 
@@ -69,14 +69,14 @@ class AID(Backend):
     auto = False
     priority = 60
     Options = AIDOptions
+    option_ranges = {**OUTER_RANGES, "cg_iters": ">=1"}
+    option_choices = OUTER_CHOICES
 
     def refuse(self, form: Any) -> str | None:
         return super().refuse(form) or refuse_general_bilevel(form, self.name)
 
     def solve(self, problem: GeneralBilevelProblem, options: AIDOptions, ctx: RunContext) -> RawSolution:
-        check_outer(options, self.name)
-        if options.cg_iters < 1:
-            raise OptionError("cg_iters", "aid needs cg_iters ≥ 1")
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
 
         def make(levels: Levels, y0: torch.Tensor, gscale: float) -> _AIDOracle:
             return _AIDOracle(levels, options, y0, gscale)

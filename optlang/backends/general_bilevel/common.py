@@ -12,7 +12,6 @@ from optlang.backends.base import RawSolution, RunContext, Status
 from optlang.backends.general_bilevel import lower as lower_solve
 from optlang.backends.general_bilevel.levels import Levels
 from optlang.backends.general_bilevel.outer import Eval, OuterResult, plbfgs, spg, stochastic
-from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import GeneralBilevelProblem
 
@@ -50,6 +49,22 @@ class OuterOptions:
     quadratic: str = "auto"  # auto: follower-only quadratic summands over data rows as c + bᵀy + ½yᵀQy | off
 
 
+# the declared meaning of the OuterOptions every hypergradient backend has (Backend.option_ranges /
+# option_choices); lr (−1: automatic) and batch_upper, batch_lower (−1: full, 0: automatic) are not in it
+OUTER_RANGES = {
+    "outer_iters": ">=1",
+    "outer_tol": ">0",
+    "memory": ">=1",
+    "lower_tol": ">0",
+    "lower_iters": ">=1",
+    "polish": ">=0",
+    "lower_steps": ">=1",
+    "stochastic_iters": ">=1",
+    "lr_decay": ">0",
+}
+OUTER_CHOICES = {"outer": ("lbfgs", "spg"), "quadratic": ("auto", "off")}
+
+
 def refuse_general_bilevel(form: Any, name: str) -> str | None:
     """Refusals shared by every general bilevel backend, each a sentence."""
     if getattr(form, "constraints", ()):
@@ -68,19 +83,6 @@ def refuse_general_bilevel(form: Any, name: str) -> str | None:
         if v.domain not in ("free", "box", "simplex", "ball"):
             return f"{name} cannot project onto the domain '{v.domain}' of '{v.name}'"
     return None
-
-
-def check_outer(o: OuterOptions, name: str) -> None:
-    if o.outer_iters < 1 or o.lower_iters < 1 or o.memory < 1:
-        raise OptionError("outer_iters", f"{name}: outer_iters, lower_iters and memory must be ≥ 1")
-    if o.outer_tol <= 0 or o.lower_tol <= 0:
-        raise OptionError("outer_tol", f"{name}: outer_tol and lower_tol must be > 0")
-    if o.outer not in ("lbfgs", "spg"):
-        raise OptionError("outer", f"option 'outer' of '{name}' must be lbfgs or spg, got {o.outer!r}")
-    if o.quadratic not in ("auto", "off"):
-        raise OptionError("quadratic", f"option 'quadratic' of '{name}' must be auto or off, got {o.quadratic!r}")
-    if o.lr_decay <= 0 or o.polish < 0 or o.lower_steps < 1 or o.stochastic_iters < 1:
-        raise OptionError("lr_decay", f"{name}: lr_decay > 0, polish ≥ 0, lower_steps ≥ 1, stochastic_iters ≥ 1")
 
 
 class HyperOracle(ABC):

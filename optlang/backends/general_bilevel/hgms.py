@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.general_bilevel import krylov
 from optlang.backends.general_bilevel.common import (
+    OUTER_CHOICES,
+    OUTER_RANGES,
     HyperOracle,
     OuterOptions,
-    check_outer,
     drive,
     refuse_general_bilevel,
 )
 from optlang.backends.general_bilevel.levels import Levels
 from optlang.backends.general_bilevel.outer import Eval
-from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import GeneralBilevelProblem
 
@@ -125,18 +125,14 @@ class HGMS(Backend):
     research = True
     priority = 10
     Options = HGMSOptions
+    option_ranges = {**OUTER_RANGES, "krylov_iters": ">=1", "select_iters": ">=0", "clip_delta": ">0"}
+    option_choices = {**OUTER_CHOICES, "krylov": ("minres", "cgnr", "clip")}
 
     def refuse(self, form: Any) -> str | None:
         return super().refuse(form) or refuse_general_bilevel(form, self.name)
 
     def solve(self, problem: GeneralBilevelProblem, options: HGMSOptions, ctx: RunContext) -> RawSolution:
-        check_outer(options, self.name)
-        if options.krylov not in ("minres", "cgnr", "clip"):
-            raise OptionError(
-                "krylov", f"option 'krylov' of 'hgms' must be minres, cgnr or clip, got {options.krylov!r}"
-            )
-        if options.krylov_iters < 1 or options.select_iters < 0 or options.clip_delta <= 0:
-            raise OptionError("krylov_iters", "hgms needs krylov_iters ≥ 1, select_iters ≥ 0 and clip_delta > 0")
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
 
         def make(levels: Levels, y0: torch.Tensor, gscale: float) -> HGMSOracle:
             return HGMSOracle(levels, options, y0, gscale)

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.general_bilevel import lower as lower_solve
 from optlang.backends.general_bilevel.common import (
+    OUTER_CHOICES,
+    OUTER_RANGES,
     HyperOracle,
     OuterOptions,
-    check_outer,
     drive,
     refuse_general_bilevel,
 )
 from optlang.backends.general_bilevel.levels import Levels
 from optlang.backends.general_bilevel.outer import Eval
-from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import GeneralBilevelProblem
 
@@ -82,14 +82,14 @@ class ITD(Backend):
     auto = False
     priority = 65
     Options = ITDOptions
+    option_ranges = {**OUTER_RANGES, "unroll": ">=1", "unroll_step": ">0"}
+    option_choices = OUTER_CHOICES
 
     def refuse(self, form: Any) -> str | None:
         return super().refuse(form) or refuse_general_bilevel(form, self.name)
 
     def solve(self, problem: GeneralBilevelProblem, options: ITDOptions, ctx: RunContext) -> RawSolution:
-        check_outer(options, self.name)
-        if options.unroll < 1 or options.unroll_step <= 0:
-            raise OptionError("unroll", "itd needs unroll ≥ 1 and unroll_step > 0")
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
 
         def make(levels: Levels, y0: torch.Tensor, gscale: float) -> _ITDOracle:
             return _ITDOracle(levels, options, y0, gscale)

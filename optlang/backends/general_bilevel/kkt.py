@@ -21,7 +21,6 @@ from optlang.backends.general_bilevel import lower as lower_solve
 from optlang.backends.general_bilevel.common import refuse_general_bilevel
 from optlang.backends.general_bilevel.kkt_cvxpy import solve_cvxpy
 from optlang.backends.general_bilevel.levels import Levels
-from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import GeneralBilevelProblem
 
@@ -55,6 +54,9 @@ class KKT(Backend):
     auto = False
     priority = 70
     Options = KKTOptions
+    # max_iter in a solver block is the common option (checked with the others); the field is its default
+    option_ranges = {"gtol": ">0", "xtol": ">0", "barrier_tol": ">0"}
+    option_choices = {"hessian": ("exact", "bfgs"), "solver": ("trust-constr", "cvxpy")}
 
     def refuse(self, form: Any) -> str | None:
         base = super().refuse(form) or refuse_general_bilevel(form, self.name)
@@ -71,12 +73,7 @@ class KKT(Backend):
         from scipy.optimize import BFGS, Bounds, LinearConstraint, NonlinearConstraint, minimize
         from scipy.sparse.linalg import LinearOperator
 
-        if options.hessian not in ("exact", "bfgs"):
-            raise OptionError("hessian", f"option 'hessian' of 'kkt' must be exact or bfgs, got {options.hessian!r}")
-        if options.solver not in ("trust-constr", "cvxpy"):
-            raise OptionError(
-                "solver", f"option 'solver' of 'kkt' must be trust-constr or cvxpy, got {options.solver!r}"
-            )
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
         if options.solver == "cvxpy":
             return solve_cvxpy(problem, ctx)
         lv = Levels(problem, ctx, torch.float64, -1, -1)

@@ -18,12 +18,20 @@ the derivation, the deviations from the brief and the measured tables.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optlang.backends.base import Backend, RawSolution, RunContext
-from optlang.backends.common import check_choice
-from optlang.backends.minimax.loop import LoopSettings, MinimaxOracle, Tensors, minimax_loop, minimax_refusal
+from optlang.backends.minimax.loop import (
+    LOOP_CHOICES,
+    LOOP_RANGES,
+    LoopSettings,
+    MinimaxOracle,
+    Tensors,
+    minimax_loop,
+    minimax_refusal,
+)
 from optlang.backends.minimax.stationarity import sq_norm
 from optlang.errors import OptionError
 from optlang.lazy import lazy_module
@@ -239,6 +247,20 @@ class AdaSGDA(Backend):
     summary = "orthogonalized adaptive two-time-scale stochastic GDA (variant base | vr), parameter-free defaults"
     priority = 10
     preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
+    # the declared meaning of the options; b ≤ a (two options together) is checked by check_options
+    option_ranges = {
+        **LOOP_RANGES,
+        "c_x": ">0",
+        "c_y": ">0",
+        "a": "[0,1]",
+        "b": "[0,1]",
+        "ns_steps": ">=0",
+        "ns_polish": ">=0",
+        "ortho_until": ">=0",
+        "storm_power": "(0,1]",
+        "r_eps": ">0",
+    }
+    option_choices = {**LOOP_CHOICES, "variant": ("base", "vr")}
 
     @dataclass
     class Options:
@@ -266,22 +288,26 @@ class AdaSGDA(Backend):
     def refuse(self, form: Form) -> str | None:
         return minimax_refusal(form, self.kinds)
 
+    def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
+        """The declared ranges and choices, and b ≤ a (x is the slow player) for every combination of their
+        values and `auto` candidates (autotune runs the product of the grids), named by the power the user
+        changed (b when both or neither were)."""
+        super().check_options(options, auto)
+        auto = auto or {}
+        a_vals = auto.get("a") or (options.a,)
+        b_vals = auto.get("b") or (options.b,)
+        if max(b_vals) > min(a_vals):
+            default = self.Options()
+            a_set, b_set = options.a != default.a or "a" in auto, options.b != default.b or "b" in auto
+            key = "a" if a_set and not b_set else "b"
+            raise OptionError(
+                key,
+                f"'{self.name}' needs b ≤ a (a > b separates the time scales), got a = "
+                f"{', '.join(f'{v:g}' for v in a_vals)}, b = {', '.join(f'{v:g}' for v in b_vals)}",
+            )
+
     def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:
         """Run AdaSGDA (or AdaSGDA-VR) on the minimax problem."""
-        validate(options, self.name)
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
         settings = LoopSettings.from_options(options)
         return minimax_loop(problem, AdaSGDARule(options), ctx, settings)
-
-
-def validate(options: Any, backend: str = "adasgda") -> None:
-    """Reject option values outside their meaning (the types were checked by make_options)."""
-    check_choice(backend, "variant", options.variant, ("base", "vr"))
-    check_choice(backend, "convex_concave", options.convex_concave, ("auto", "yes", "no"))
-    if options.c_x <= 0 or options.c_y <= 0:
-        raise OptionError("c_x", f"'{backend}' step scales c_x and c_y must be positive")
-    if options.r_eps <= 0 or options.ortho_until < 0 or options.ns_steps < 0 or options.ns_polish < 0:
-        raise OptionError("r_eps", f"'{backend}' needs r_eps > 0 and ortho_until, ns_steps, ns_polish ≥ 0")
-    if not (0 < options.storm_power <= 1):
-        raise OptionError("storm_power", f"'{backend}' needs 0 < storm_power ≤ 1 (β_t = (t + 1)^−storm_power)")
-    if not (0 <= options.b <= options.a <= 1):
-        raise OptionError("a", f"'{backend}' needs 0 ≤ b ≤ a ≤ 1 (a > b separates the time scales)")

@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optlang.backends.base import Backend, RawSolution, RunContext
-from optlang.backends.common import check_choice
 from optlang.backends.minimax.loop import (
+    LOOP_CHOICES,
+    LOOP_RANGES,
     LoopSettings,
     MinimaxOracle,
     Tensors,
     minimax_loop,
     minimax_refusal,
 )
-from optlang.errors import OptionError
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import MinimaxProblem
 
@@ -67,6 +67,8 @@ class GDA(Backend):
     kinds = frozenset({"minimax"})
     summary = "projected gradient descent-ascent with fixed steps lr_x, lr_y (baseline)"
     priority = 60
+    option_ranges = {**LOOP_RANGES, "lr_x": ">0", "lr_y": ">0"}
+    option_choices = LOOP_CHOICES
     preload = ("torch._dynamo",)  # the first double backward imports it (≈1–9 s on a loaded machine)
 
     @dataclass
@@ -87,9 +89,7 @@ class GDA(Backend):
 
     def solve(self, problem: MinimaxProblem, options: Any, ctx: RunContext) -> RawSolution:
         """Run fixed-step projected GDA on the minimax problem."""
-        check_choice(self.name, "convex_concave", options.convex_concave, ("auto", "yes", "no"))
-        if options.lr_x <= 0 or options.lr_y <= 0:
-            raise OptionError("lr_x", "gda step sizes lr_x and lr_y must be positive")
+        self.check_options(options)  # make_options checked them; options built by hand are checked here
         rule = FixedStepGDA(options.lr_x, options.lr_y, options.alternating)
         settings = LoopSettings.from_options(options)
         return minimax_loop(problem, rule, ctx, settings)

@@ -94,6 +94,11 @@ class StepRule(Protocol):
     def info(self) -> dict[str, Any]: ...
 
 
+# the declared meaning of the loop options every minimax backend has (Backend.option_ranges / option_choices)
+LOOP_RANGES = {"batch": ">=0", "check_every": ">=0", "report_every": ">=1", "inner_iters": ">=1", "patience": ">=0"}
+LOOP_CHOICES = {"convex_concave": ("auto", "yes", "no")}
+
+
 @dataclass
 class LoopSettings:
     """Loop-level settings shared by the minimax backends (batch 0 = automatic, check_every 0 = automatic)."""
