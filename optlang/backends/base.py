@@ -16,6 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -302,7 +303,7 @@ class Backend(ABC):
         for key, cands in (auto or {}).items():
             if key in self.option_ranges:
                 for c in cands:
-                    check_ranges(_Candidate(key, c), {key: self.option_ranges[key]}, self.name)
+                    check_ranges(SimpleNamespace(**{key: c}), {key: self.option_ranges[key]}, self.name)
 
 
 def coerce_option(value: Any, f: dataclasses.Field, key: str, backend: str) -> Any:
@@ -339,13 +340,6 @@ _RANGE_TEXT = {
     "(0,1)": "in (0, 1)",
     "[0,1)": "in [0, 1)",
 }
-
-
-class _Candidate:
-    """One candidate value of an `auto` option, shaped like an Options object for check_ranges."""
-
-    def __init__(self, key: str, value: float) -> None:
-        setattr(self, key, value)
 
 
 def check_ranges(options: Any, ranges: Mapping[str, str], backend: str) -> None:
