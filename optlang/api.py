@@ -255,7 +255,13 @@ class Model:
                 ).with_source(self.ir.source)
         if solver is not None:  # `solver auto { ... }`: option names are checked once the plan picks a backend
             for name in names:
-                self._backend_options(name, solver.options)
+                opts = self._backend_options(name, solver.options)
+                try:
+                    registry.get(name).check_for_model(opts, self.form)
+                except OptionError as e:
+                    if e.span is None and e.key in solver.option_spans:
+                        e.span = solver.option_spans[e.key]
+                    raise e.with_source(self.ir.source) from None
 
     @cached_property
     def compiled(self) -> Compiled:

@@ -500,3 +500,14 @@ def test_option_ranges_and_choices_are_checked_by_optlang_check() -> None:
             optlang.parse(src.replace("OPT", opt)).check_solver()
         assert info.value.code == "E700" and info.value.line == 6 and key in info.value.message
     optlang.parse(src.replace("OPT", "lr = auto in [0.01, 0.1]")).check_solver()  # in range: accepted
+
+
+def test_front_budget_is_checked_by_optlang_check() -> None:
+    """front_evals against the model's objectives (3 per stage-0 direction) is refused by `optlang check`
+    at its line, before any solve; a preference model ignores the front budget."""
+    front = "var x[3] in [0, 1]\nminimize {\n  f1: x[0]\n  f2: 1 - x[0] + sum(x[1:])\n}\n"
+    with pytest.raises(OptlangError) as info:
+        optlang.parse(front + "solver paretom3 { front_evals = 100 }").check_solver()  # 40 directions: 120
+    assert info.value.code == "E700" and info.value.line == 6 and "below the 120" in info.value.message
+    optlang.parse(front + "solver paretom3 { front_evals = 120 }").check_solver()
+    optlang.parse(front + "prefer f1 + f2\nsolver paretom3 { front_evals = 100 }").check_solver()

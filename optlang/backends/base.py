@@ -288,6 +288,11 @@ class Backend(ABC):
             setattr(opts, AUTO_KEY, auto)  # chosen by backends/autotune.solve before the final solve
         return opts
 
+    def check_for_model(self, options: Any, form: Form) -> None:
+        """Option rules that depend on the model (e.g. a budget against its size), checked by `optlang check`
+        after make_options; the default has none. A solve checks them again on the compiled problem."""
+        return None
+
     def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
         """Refuse (OptionError E700) a string option outside `option_choices` and a number outside
         `option_ranges`, the candidates of an `auto` option included: a nonsense value (a negative step,

@@ -476,18 +476,20 @@ def _normalization(
 
 def front_directions(problem: MultiObjectiveProblem, o: Any) -> tuple[np.ndarray, bool]:
     """Stage 0's Das-Dennis directions and whether they run as SLSQP rays (`front_solver`, `rayable`)."""
-    m = len(problem.objectives)
     slsqp = o.front_solver == "slsqp" and rayable(problem, o.polish_max_dim)
+    return _directions(len(problem.objectives), o, slsqp), slsqp
+
+
+def _directions(m: int, o: Any, slsqp: bool) -> np.ndarray:
     default_k = {2: 10, 3: 10}.get(m, 15) if slsqp else {2: 40, 3: 36}.get(m, 70)
-    return directions(o.front_points if o.front_points > 0 else default_k, m), slsqp
+    return directions(o.front_points if o.front_points > 0 else default_k, m)
 
 
-def min_front_evals(problem: MultiObjectiveProblem, o: Any) -> int:
-    """The smallest `front_evals` a sweep can keep to: 3 K for K directions (the Adam batch's first
-    evaluation, one step and its end point; SLSQP rays: one evaluation of each first-level ray at
-    `front_ray_share`, at least 3 K); below it the budget would be overrun or no ray solved."""
-    W, slsqp = front_directions(problem, o)
-    K = W.shape[0]
+def min_front_evals(m: int, o: Any, slsqp: bool) -> int:
+    """The smallest `front_evals` a sweep of m objectives can keep to: 3 K for K directions (the Adam
+    batch's first evaluation, one step and its end point; SLSQP rays: one evaluation of each first-level
+    ray at `front_ray_share`, at least 3 K); below it the budget would be overrun or no ray solved."""
+    K = _directions(m, o, slsqp).shape[0]
     return max(3 * K, math.ceil(K / o.front_ray_share)) if slsqp else 3 * K
 
 

@@ -537,6 +537,20 @@ CHOICES = {
 }
 
 
+def _check_front_budget(options: ParetoM3Options, m: int, slsqp: bool) -> None:
+    """front_evals (when not 0) must cover stage 0 of a front of m objectives (front.min_front_evals)."""
+    from optlang.backends.multiobjective.front import min_front_evals
+
+    least = min_front_evals(m, options, slsqp)
+    if 0 < options.front_evals < least:
+        raise OptionError(
+            "front_evals",
+            f"front_evals = {options.front_evals} is below the {least} evaluations that stage 0 of the front "
+            f"needs (3 per direction: its first point, one step and its end point)",
+            hint="raise front_evals, lower front_points, or give 0 (no budget)",
+        )
+
+
 class ParetoM3(Backend):
     """Preference-guided weak-Pareto optimization (ParetoM³); a swept front without a preference."""
 
@@ -557,17 +571,16 @@ class ParetoM3(Backend):
         torch.manual_seed(ctx.seed)
         if problem.preference is not None:
             return self._preferred(problem, problem.preference, options, ctx)
-        from optlang.backends.multiobjective.front import min_front_evals
+        from optlang.backends.multiobjective.front import front_directions
 
-        least = min_front_evals(problem, options)
-        if 0 < options.front_evals < least:
-            raise OptionError(
-                "front_evals",
-                f"front_evals = {options.front_evals} is below the {least} evaluations that stage 0 of the front "
-                f"needs (3 per direction: its first point, one step and its end point)",
-                hint="raise front_evals, lower front_points, or give 0 (no budget)",
-            )
+        _check_front_budget(options, len(problem.objectives), front_directions(problem, options)[1])
         return self._front(problem, options, ctx)
+
+    def check_for_model(self, options: Any, form: Any) -> None:
+        """`optlang check`: the front budget against the model's objectives (SLSQP rays assumed when asked
+        for: the smaller least budget; the solve checks again with the rays it can run)."""
+        if form.n_objectives >= 2 and not form.has_preference:
+            _check_front_budget(options, form.n_objectives, options.front_solver == "slsqp")
 
     # --- with a preference: one preferred weakly Pareto point
     def _preferred(
