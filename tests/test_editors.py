@@ -59,19 +59,24 @@ def test_committed_textmate_grammar_is_generated() -> None:
 
 
 def _tm_scopes(line: str) -> list[tuple[str, str]]:
-    """A small TextMate matcher (first pattern that matches at the leftmost position wins)."""
-    pats = [(re.compile(p["match"]), p["name"]) for p in textmate.grammar()["patterns"]]
+    """A small TextMate matcher (first pattern that matches at the leftmost position wins; a pattern with
+    `captures` gives one scope per captured group)."""
+    pats = [(re.compile(p["match"]), p) for p in textmate.grammar()["patterns"]]
     out, pos = [], 0
     while pos < len(line):
         best = None
-        for rx, name in pats:
+        for rx, pat in pats:
             m = rx.search(line, pos)
             if m and m.end() > m.start() and (best is None or m.start() < best[0].start()):
-                best = (m, name)
+                best = (m, pat)
         if best is None:
             break
-        out.append((best[0].group(), best[1]))
-        pos = best[0].end()
+        m, pat = best
+        if "captures" in pat:
+            out += [(m.group(int(g)), c["name"]) for g, c in sorted(pat["captures"].items())]
+        else:
+            out.append((m.group(), pat["name"]))
+        pos = m.end()
     return out
 
 
@@ -88,6 +93,13 @@ def test_functions_highlighted_only_when_called() -> None:
     toks = dict((v, t) for t, v in OptlangLexer().get_tokens("let sumx = sum(x) + sumsq\n"))
     assert toks["sum"] in Name.Builtin and toks["sumx"] is Name and toks["sumsq"] is Name
     assert ("sum", "support.function.optlang") in _tm_scopes("let a = sum(x)")
+
+
+@pytest.mark.parametrize("backend", ["weighted-sum", "sdp-cvxpy", "specann"])
+def test_textmate_reads_a_solver_blocks_backend_as_one_name(backend: str) -> None:
+    scopes = _tm_scopes(f"solver {backend} {{ points = 15 }}")
+    assert scopes[:2] == [("solver", "keyword.control.optlang"), (backend, "entity.name.type.optlang")], scopes
+    assert ("points", "variable.other.optlang") in scopes  # the rest of the line as before
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)

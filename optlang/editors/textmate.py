@@ -24,6 +24,10 @@ def grammar() -> dict[str, Any]:
             {"name": "comment.line.number-sign.optlang", "match": "#.*$"},
             {"name": "string.quoted.double.optlang", "match": '"([^"\\\\\\n]|\\\\.)*"'},
             {"name": "keyword.control.optlang", "match": "\\b(subject[ \\t]+to|max[ \\t]+over)\\b"},
+            {  # the backend a solver block names, hyphens included (weighted-sum, sdp-cvxpy): one name
+                "match": "\\b(solver)[ \\t]+([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)",
+                "captures": {"1": {"name": "keyword.control.optlang"}, "2": {"name": "entity.name.type.optlang"}},
+            },
             {"name": "storage.type.optlang", "match": f"\\b({_alt(DECLARATIONS)})\\b"},
             {"name": "keyword.control.optlang", "match": f"\\b({_alt(KEYWORDS)})\\b"},
             {"name": "constant.language.optlang", "match": f"\\b({_alt(DOMAINS)})\\b"},
