@@ -163,5 +163,5 @@ def test_neal_names_its_schedules_instead_of_failing_inside_dwave():
     from optlang.errors import OptionError
 
     b = Neal()
-    with pytest.raises(OptionError, match="geometric, linear"):
+    with pytest.raises(OptionError, match="'geometric', 'linear'"):
         b.solve(random_ising(6, 1), b.make_options({"beta_schedule_type": "cubic"}), RunContext(seed=0))

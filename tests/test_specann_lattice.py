@@ -176,7 +176,7 @@ def test_lattice_option_errors() -> None:
     with pytest.raises(OptionError, match="lattice"):
         b.solve(torus_problem(6, 8), b.make_options({"lattice": "yes"}), RunContext(seed=0))
     for key in ("lattice_t_end", "t_end", "t_start"):
-        with pytest.raises(OptionError, match=f"'{key}' of 'specann' is a temperature factor > 0"):
+        with pytest.raises(OptionError, match=f"'{key}' of 'specann' must be > 0"):
             b.solve(torus_problem(6, 8), b.make_options({key: 0.0}), RunContext(seed=0))
 
 

@@ -78,12 +78,6 @@ def finite(*xs: torch.Tensor | float) -> bool:
     return True
 
 
-def check_choice(backend: str, key: str, value: str, choices: tuple[str, ...]) -> None:
-    """Reject an option value outside its documented choices, naming them."""
-    if value not in choices:
-        raise OptionError(key, f"option '{key}' of '{backend}' must be one of {', '.join(choices)}, got {value!r}")
-
-
 def check_range_or_auto(
     backend: str,
     options: Any,

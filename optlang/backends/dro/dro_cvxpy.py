@@ -19,6 +19,7 @@ import numpy as np
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.dro.common import REGION_CHOICES, Regions, shared_refusal
 from optlang.backends.dro.report import base_divergence, problem_regions, resolve_mix, solution_report
+from optlang.errors import OptionError
 from optlang.problem import DROProblem, Variable
 
 MAX_SAMPLES = 100_000
@@ -204,10 +205,15 @@ class DROCvxpy(Backend):
                 obj = blocks[0] if regions.k == 1 else _mix(blocks, regions, mix, outer, cons)
         prob = cp.Problem(cp.Minimize(obj), cons)
         kwargs: dict[str, Any] = {}
-        if ctx.time_limit is not None and (o.solver or "CLARABEL") == "CLARABEL":
+        solver = (o.solver or "CLARABEL").upper()
+        if ctx.time_limit is not None and solver == "CLARABEL":
             kwargs["time_limit"] = max(1.0, ctx.remaining())
+        try:  # cvxpy's get_problem_data / solve_via_data / unpack_results: prob.solve in two steps
+            data, chain, inverse = prob.get_problem_data(solver, solver_opts=kwargs)
+        except cp.error.SolverError as exc:  # not installed, or not for these cones: the option, not the solve
+            raise OptionError("solver", f"option 'solver' of 'dro-cvxpy': {exc}", hint="CLARABEL or SCS") from exc
         try:
-            prob.solve(solver=o.solver or "CLARABEL", **kwargs)
+            prob.unpack_results(chain.solve_via_data(prob, data, solver_opts=kwargs), chain, inverse)
         except cp.error.SolverError as exc:
             return RawSolution(Status.ERROR, {}, info={"error": f"cvxpy solver failed: {exc}"})
         if prob.status in ("infeasible", "infeasible_inaccurate"):

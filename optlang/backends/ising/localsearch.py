@@ -44,6 +44,14 @@ class LocalSearch(Backend):
     summary: ClassVar[str] = "random-restart greedy 1-flip local search, batched over restarts"
     priority: ClassVar[int] = 70
     Options: ClassVar[type] = LocalSearchOptions
+    # threads 0: leave torch's setting; patience 0: fill the time limit
+    option_ranges: ClassVar[dict[str, str]] = {
+        "batch": ">=1",
+        "rounds": ">=1",
+        "max_elems": ">=1",
+        "threads": ">=0",
+        "patience": ">=0",
+    }
 
     def refuse(self, form: Any) -> str | None:
         return ising_refusal(form, self.kinds)

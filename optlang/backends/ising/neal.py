@@ -15,7 +15,6 @@ from typing import Any, ClassVar, Literal, cast
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.common import check_choice
 from optlang.backends.ising.ops import energy_check, ising_info, ising_refusal
 from optlang.backends.stopping import Stagnation
 from optlang.problem import IsingProblem
@@ -64,6 +63,8 @@ class Neal(Backend):
     priority: ClassVar[int] = 80
     uses_torch: ClassVar[bool] = False
     Options: ClassVar[type] = NealOptions
+    option_ranges: ClassVar[dict[str, str]] = {"num_reads": ">=1", "num_sweeps": ">=1", "patience": ">=0"}
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {"beta_schedule_type": ("geometric", "linear")}
     requires: ClassVar[tuple[str, ...]] = ("dwave.samplers",)
     preload: ClassVar[tuple[str, ...]] = ("dimod", "dwave.samplers")
 
@@ -73,7 +74,7 @@ class Neal(Backend):
     def solve(self, problem: IsingProblem, options: NealOptions, ctx: RunContext) -> RawSolution:
         from dwave.samplers import SimulatedAnnealingSampler
 
-        check_choice(self.name, "beta_schedule_type", options.beta_schedule_type, ("geometric", "linear"))
+        self.check_options(options)  # (options built by hand, not by make_options)
         schedule = cast(Literal["geometric", "linear"], options.beta_schedule_type)
         n = problem.n
         bqm = to_bqm(problem)

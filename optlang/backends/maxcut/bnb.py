@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -195,17 +196,35 @@ class BranchAndBound(Backend):
     summary: ClassVar[str] = "exact branch and bound on pair contractions, bounded by the GNN-SDP proxy"
     priority: ClassVar[int] = 30
     Options: ClassVar[type] = BnBOptions
+    # 0 = none where it has a meaning: root_refine_steps / refine_steps (no refinement), root_stall_checks
+    # (never stop the root early), enumerate_below (never enumerate), target_gap (refine for all the steps)
+    option_ranges: ClassVar[dict[str, str]] = {
+        "max_nodes": ">=1",
+        "root_refine_steps": ">=0",
+        "refine_steps": ">=0",
+        "target_gap": ">=0",
+        "check_every": ">=1",
+        "root_stall_checks": ">=0",
+        "enumerate_below": ">=0",
+        "planes": ">=1",
+        "report_every": ">=1",
+    }
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "bounder": ("proxy", "bm", "cvxpy"),
+        "branching": ("uncertain", "certain"),
+    }
+
+    def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
+        """The tables, and the cvxpy bounder only where cvxpy is installed (an extra)."""
+        super().check_options(options, auto)
+        if options.bounder == "cvxpy" and (missing := missing_package("cvxpy")):
+            raise OptionError("bounder", f"bounder 'cvxpy' {missing}", hint="use bounder = \"proxy\" or \"bm\"")
 
     def refuse(self, form: Form) -> str | None:
         return refuse_maxcut(form, self.kinds, max_n=2000)
 
     def solve(self, problem: IsingProblem, options: BnBOptions, ctx: RunContext) -> RawSolution:
-        if options.bounder not in ("proxy", "bm", "cvxpy") or options.branching not in ("uncertain", "certain"):
-            return RawSolution(
-                Status.ERROR, {}, info={"error": "bounder must be proxy|bm|cvxpy, branching uncertain|certain"}
-            )
-        if options.bounder == "cvxpy" and (missing := missing_package("cvxpy")):
-            raise OptionError("bounder", f"bounder 'cvxpy' {missing}", hint="use bounder = \"proxy\" or \"bm\"")
+        self.check_options(options)  # (options built by hand, not by make_options)
         mc = to_maxcut(problem)
         if mc.W.nnz == 0:
             return edgeless(problem, mc)

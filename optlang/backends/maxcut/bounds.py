@@ -57,6 +57,9 @@ def _margin(M: torch.Tensor) -> float:
     return 8.0 * max(n, 1) * EPS64 * max(norm, 1e-300)
 
 
+SHIFT_MODES = ("uniform", "degree")  # shift_dual's modes (the `shift` option of the SDP backends)
+
+
 @dataclass
 class DualBound:
     """A dual-feasible y' (float64), its bound Σy', the shift applied and λ_min before it

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from optlang.backends.base import RawSolution, RunContext, Status
+from optlang.backends.maxcut.bounds import SHIFT_MODES
 from optlang.backends.maxcut.reduce import MaxCutForm
 from optlang.problem import IsingProblem
 
@@ -15,6 +16,11 @@ if TYPE_CHECKING:
     from optlang.analysis import Form
 
 MAX_DENSE_N = 10_000  # dense n × n weights and an O(n³) float64 eigen-certificate
+
+# the Goemans–Williamson rounding options gnnsdp, sdp-bm and sdp-cvxpy share (Backend.option_ranges /
+# option_choices): at least one hyperplane; polish 0 = no 1-flip local search of the best roundings
+ROUNDING_RANGES = {"planes": ">=1", "polish": ">=0"}
+ROUNDING_CHOICES = {"shift": SHIFT_MODES}
 
 
 def refuse_maxcut(form: Form, kinds: frozenset[str], max_n: int = MAX_DENSE_N) -> str | None:

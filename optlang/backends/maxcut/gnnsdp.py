@@ -8,15 +8,26 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut.bounds import certificate, dense_weights
-from optlang.backends.maxcut.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
+from optlang.backends.maxcut.common import (
+    ROUNDING_CHOICES,
+    ROUNDING_RANGES,
+    edgeless,
+    energy_check,
+    proven_lower,
+    refuse_maxcut,
+    status_for,
+)
 from optlang.backends.maxcut.gw import gw_round
 from optlang.backends.maxcut.proxy import REFINE_SCHEDULE, ProxyResult, load_model, proxy_solve
 from optlang.backends.maxcut.reduce import MaxCutForm, to_maxcut
+from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
 
@@ -54,7 +65,13 @@ def run_proxy(
 ) -> ProxyResult:
     """The proxy on a Max-Cut form, on ctx's device and dtype."""
     Wd = dense_weights(mc.W, ctx.device, ctx.dtype)
-    model = load_model(ctx.device, ctx.dtype, weights or None)
+    try:
+        model = load_model(ctx.device, ctx.dtype, weights or None)
+    except Exception as e:  # a user's file that is not the proxy's weights (the shipped ones always load)
+        if not weights:
+            raise
+        why = f"{weights!r} is not a GNN-SDP weights file ({type(e).__name__}: {e})"
+        raise OptionError("weights", f"option 'weights' of 'gnnsdp': {why}") from e
     should_stop = ctx.should_stop
     if math.isfinite(ctx.remaining()):
         # leave time for what follows the refinement: the final float64 eigensolve, the rounding and
@@ -113,13 +130,25 @@ class GNNSDP(Backend):
     summary: ClassVar[str] = "GNN-SDP proxy: learned Max-Cut SDP primal/dual, certified bound, GW rounding"
     priority: ClassVar[int] = 20
     Options: ClassVar[type] = GNNSDPOptions
+    # refine_steps 0: the network's answer only; target_gap 0: refine for all the steps
+    option_ranges: ClassVar[dict[str, str]] = {**ROUNDING_RANGES, "refine_steps": ">=0", "target_gap": ">=0"}
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = ROUNDING_CHOICES
+
+    def check_options(self, options: Any, auto: Mapping[str, tuple[float, ...]] | None = None) -> None:
+        """The tables, and a `weights` file that exists (read relative to the working directory)."""
+        super().check_options(options, auto)
+        if options.weights and not Path(options.weights).is_file():
+            raise OptionError(
+                "weights",
+                f"option 'weights' of 'gnnsdp': no file {options.weights!r} (from {Path.cwd()})",
+                hint='a safetensors file of trained proxy weights; "" = the shipped ones',
+            )
 
     def refuse(self, form: Form) -> str | None:
         return refuse_maxcut(form, self.kinds)
 
     def solve(self, problem: IsingProblem, options: GNNSDPOptions, ctx: RunContext) -> RawSolution:
-        if options.shift not in ("uniform", "degree"):
-            return RawSolution(Status.ERROR, {}, info={"error": f"unknown shift {options.shift!r}"})
+        self.check_options(options)  # (options built by hand, not by make_options)
         mc = to_maxcut(problem)
         if mc.W.nnz == 0:
             return edgeless(problem, mc)

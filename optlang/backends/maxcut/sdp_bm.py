@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, ClassVar
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.maxcut.bounds import certificate, dense_weights
-from optlang.backends.maxcut.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
+from optlang.backends.maxcut.common import (
+    ROUNDING_CHOICES,
+    ROUNDING_RANGES,
+    edgeless,
+    energy_check,
+    proven_lower,
+    refuse_maxcut,
+    status_for,
+)
 from optlang.backends.maxcut.gw import gw_round
 from optlang.backends.maxcut.proxy import BM_SCHEDULE, proxy_solve
 from optlang.backends.maxcut.reduce import to_maxcut
@@ -47,11 +55,15 @@ class SDPBM(Backend):
     auto: ClassVar[bool] = False
     priority: ClassVar[int] = 80
     Options: ClassVar[type] = SDPBMOptions
+    # rank 0: ⌈√(2n)⌉ + 1; target_gap 0: all the steps
+    option_ranges: ClassVar[dict[str, str]] = {**ROUNDING_RANGES, "steps": ">=1", "target_gap": ">=0", "rank": ">=0"}
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = ROUNDING_CHOICES
 
     def refuse(self, form: Form) -> str | None:
         return refuse_maxcut(form, self.kinds)
 
     def solve(self, problem: IsingProblem, options: SDPBMOptions, ctx: RunContext) -> RawSolution:
+        self.check_options(options)  # (options built by hand, not by make_options)
         mc = to_maxcut(problem)
         if mc.W.nnz == 0:
             return edgeless(problem, mc)

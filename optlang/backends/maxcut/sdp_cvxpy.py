@@ -17,9 +17,18 @@ import scipy.sparse as sp
 from optlang.backends.base import Backend, RawSolution, RunContext
 from optlang.backends.maxcut.bm import normalize_rows
 from optlang.backends.maxcut.bounds import DualBound, certificate, cs_dual, primal_value, shift_dual
-from optlang.backends.maxcut.common import edgeless, energy_check, proven_lower, refuse_maxcut, status_for
+from optlang.backends.maxcut.common import (
+    ROUNDING_CHOICES,
+    ROUNDING_RANGES,
+    edgeless,
+    energy_check,
+    proven_lower,
+    refuse_maxcut,
+    status_for,
+)
 from optlang.backends.maxcut.gw import gw_round
 from optlang.backends.maxcut.reduce import to_maxcut
+from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import IsingProblem
 
@@ -84,10 +93,16 @@ def solve_sdp_cvxpy(
     try:
         # canonicalize first, so the solver gets the time that is left after it (cvxpy's documented
         # get_problem_data / solve_via_data / unpack_results path, same result as prob.solve)
-        data, chain, inverse = prob.get_problem_data(solver.upper())
+        # (solver_opts: Clarabel's inverse step reads them; filled in below, the same dict)
+        data, chain, inverse = prob.get_problem_data(solver.upper(), solver_opts=kw)
+    except cp.error.SolverError as e:  # not installed, or no PSD cones: the user's choice, not a failed solve
+        raise OptionError(
+            "solver", f"option 'solver' of 'sdp-cvxpy': {e}", hint="SCS or CLARABEL (installed with cvxpy)"
+        ) from e
+    try:
         canon = time.perf_counter() - t0
         if solver.upper() == "SCS":
-            kw = {"eps_abs": eps, "eps_rel": eps, "max_iters": 100_000}
+            kw.update({"eps_abs": eps, "eps_rel": eps, "max_iters": 100_000})
             if time_limit is not None:
                 # SCS's limit counts its iterations only; its setup (a sparse factorization of the same
                 # data) took about as long as the canonicalization here, so that is set aside too
@@ -128,6 +143,9 @@ class SDPCvxpy(Backend):
     auto: ClassVar[bool] = False
     priority: ClassVar[int] = 80
     Options: ClassVar[type] = SDPCvxpyOptions
+    # solver: any cvxpy solver with PSD cones (checked by cvxpy when the solve starts)
+    option_ranges: ClassVar[dict[str, str]] = {**ROUNDING_RANGES, "eps": ">0"}
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = ROUNDING_CHOICES
     requires: ClassVar[tuple[str, ...]] = ("cvxpy",)
     preload: ClassVar[tuple[str, ...]] = ("cvxpy", "scs", "clarabel")  # the solvers import on first use
 
@@ -135,6 +153,7 @@ class SDPCvxpy(Backend):
         return refuse_maxcut(form, self.kinds, max_n=3000)
 
     def solve(self, problem: IsingProblem, options: SDPCvxpyOptions, ctx: RunContext) -> RawSolution:
+        self.check_options(options)  # (options built by hand, not by make_options)
         mc = to_maxcut(problem)
         if mc.W.nnz == 0:
             return edgeless(problem, mc)

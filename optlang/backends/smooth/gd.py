@@ -24,6 +24,9 @@ else:
     torch = lazy_module("torch")
 
 
+METHODS = ("auto", "lbfgs", "adam", "pgd")
+
+
 @dataclass
 class GDOptions:
     """method: auto (L-BFGS when unconstrained, else projected Adam) | lbfgs | adam | pgd."""
@@ -42,6 +45,9 @@ class GD(Backend):
     summary = "projected L-BFGS / Adam in torch (local optimum; box, simplex, ball, nonnegativity)"
     priority = 60
     Options = GDOptions
+    # max_iter and tol are the common options (checked with them); polish_iter 0: no float64 polish
+    option_ranges = {"lr": ">0", "restarts": ">=1", "polish_iter": ">=0"}
+    option_choices = {"method": METHODS}
     preload = ("torch._dynamo",)  # torch.optim imports it on first use
 
     def refuse(self, form: Form) -> str | None:
@@ -59,10 +65,10 @@ class GD(Backend):
     def method_for(problem: SmoothProblem, options: GDOptions) -> str:
         """The method that runs: `auto` and an L-BFGS that domains forbid resolved."""
         method = options.method
-        if method not in ("auto", "lbfgs", "adam", "pgd"):
+        if method not in METHODS:
             from optlang.errors import OptionError
 
-            raise OptionError("method", f"unknown method '{method}'", hint="auto, lbfgs, adam or pgd")
+            raise OptionError("method", f"unknown method '{method}'", hint=", ".join(METHODS))
         constrained = any(v.domain.kind != "free" for v in problem.variables)
         if method == "auto":
             method = "pgd" if constrained else "lbfgs"
@@ -114,6 +120,7 @@ class GD(Backend):
         return st, iters, val
 
     def solve(self, problem: SmoothProblem, options: GDOptions, ctx: RunContext) -> RawSolution:
+        self.check_options(options)  # (options built by hand, not by make_options)
         method = self.method_for(problem, options)
         f = problem.objective.compile(ctx.device, ctx.dtype)
         max_iter = ctx.max_iter or options.max_iter

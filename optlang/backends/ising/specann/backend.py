@@ -133,24 +133,43 @@ class SpecAnn(Backend):
     )
     priority: ClassVar[int] = 10
     Options: ClassVar[type] = SpecAnnOptions
+    # counts ≥ 1; 0 keeps its documented meaning where it has one (tabu_tenure, patience, threads: the table
+    # in docs/backends/specann.md); temperatures > 0; fractions of spins or of the time in (0, 1] / [0, 1]
+    option_ranges: ClassVar[dict[str, str]] = {
+        "path_steps": ">=1",
+        "eigvecs": ">=1",
+        "eig_iters": ">=1",
+        "eig_tol": ">0",
+        "candidates": ">=1",
+        "batch": ">=1",
+        "max_elems": ">=1",
+        "sweeps": ">=1",
+        "t_start": ">0",
+        "t_start_large": ">0",
+        "t_end": ">0",
+        "reheat": ">0",
+        "perturb": "(0,1]",
+        "tabu": "[0,1]",
+        "tabu_steps": ">=0",
+        "tabu_tenure": ">=0",
+        "tabu_max_n": ">=0",
+        "spectral_fraction": "(0,1]",
+        "rounds": ">=1",
+        "patience": ">=0",
+        "threads": ">=0",
+        "lattice_t_end": ">0",
+    }
+    option_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "refine": REFINES,
+        "predictor": PREDICTORS,
+        "lattice": LATTICES,
+    }
 
     def refuse(self, form: Any) -> str | None:
         return ising_refusal(form, self.kinds)
 
     def solve(self, problem: IsingProblem, options: SpecAnnOptions, ctx: RunContext) -> RawSolution:
-        for key, value, allowed in (
-            ("refine", options.refine, REFINES),
-            ("predictor", options.predictor, PREDICTORS),
-            ("lattice", options.lattice, LATTICES),
-        ):
-            if value not in allowed:
-                raise OptionError(
-                    key, f"option '{key}' of 'specann' must be one of {', '.join(allowed)}, not {value!r}"
-                )
-        for key in ("t_start", "t_start_large", "t_end", "lattice_t_end"):
-            value = getattr(options, key)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise OptionError(key, f"option '{key}' of 'specann' is a temperature factor > 0, not {value!r}")
+        self.check_options(options)  # (options built by hand, not by make_options)
         with torch_threads(options.threads if str(ctx.device) == "cpu" else 0):
             return _solve(problem, options, ctx)
 
