@@ -9,6 +9,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from option_tables import (
+    SolverBlocks,
+    assert_tables_name_real_options,
+    bad_block,
+    refused_at,
+    rule_cases,
+)
 
 import optlang
 from optlang.backends import registry
@@ -35,31 +42,14 @@ MODELS = {
     "minimize robust mean((X @ w - y)^2) within chi2(radius = 0.5)\n",
 }
 
-# a value outside each rule (integers where the rule's lower end is an integer, so int options take them too)
-BAD = {">0": "0", ">=0": "-1", ">=1": "0", "(0,1]": "0", "[0,1]": "2", "(0,1)": "1", "[0,1)": "1"}
 
 
 def kind_of(name: str) -> str:
     return next(k for k in KINDS if name in registry.for_kind(k))
 
 
-def model(name: str, *options: str) -> optlang.Model:
-    """The kind's small model with `solver name { ... }`, one option a line (line_of gives their lines)."""
-    body = "".join(f"  {o}\n" for o in options)
-    return optlang.parse(MODELS[kind_of(name)] + f"solver {name} {{\n{body}}}\n")
-
-
-def line_of(name: str, i: int) -> int:
-    """The line of the i-th option (from 0) of `model(name, ...)`."""
-    return MODELS[kind_of(name)].count("\n") + 2 + i
-
-
-def refused_at(m: optlang.Model, line: int, key: str) -> None:
-    with pytest.raises(OptlangError) as info:
-        m.check_solver()
-    assert info.value.code == "E700", info.value
-    assert info.value.line == line, info.value
-    assert f"'{key}'" in info.value.message or key in info.value.message, info.value.message
+BLOCKS = SolverBlocks(MODELS, kind_of)
+model, line_of = BLOCKS.model, BLOCKS.line_of
 
 
 def test_the_small_models_are_of_their_kind() -> None:
@@ -76,36 +66,13 @@ def test_defaults_pass(name: str) -> None:
 
 @pytest.mark.parametrize("name", BACKENDS)
 def test_tables_name_real_options(name: str) -> None:
-    backend = registry.get(name)
-    fields = {f.name: f for f in dataclasses.fields(backend.Options)}
-    for key in backend.option_ranges:
-        assert key in fields, f"{name}: option_ranges names '{key}', which is not an option"
-    for key, words in backend.option_choices.items():
-        assert key in fields, f"{name}: option_choices names '{key}', which is not an option"
-        assert fields[key].default in words, f"{name}: the default of '{key}' is not among its words"
+    assert_tables_name_real_options(name)
 
 
-def _rule_cases() -> list[tuple[str, str, str]]:
-    """(backend, option, bad value): the first option of each rule family, and the first choice option."""
-    cases = []
-    for name in BACKENDS:
-        backend = registry.get(name)
-        seen: set[str] = set()
-        for key, rule in backend.option_ranges.items():
-            if rule not in seen:
-                seen.add(rule)
-                cases.append((name, key, BAD[rule]))
-        for key in list(backend.option_choices)[:1]:
-            cases.append((name, key, '"nonsense"'))
-    return cases
 
-
-@pytest.mark.parametrize(("name", "key", "value"), _rule_cases())
+@pytest.mark.parametrize(("name", "key", "value"), rule_cases(BACKENDS))
 def test_one_bad_value_per_rule_is_refused_at_its_line(name: str, key: str, value: str) -> None:
-    # a valid option on line 6, the bad one on line 7
-    first = next((k for k in registry.get(name).option_ranges if k != key), None)
-    lines = [f"{first} = {getattr(registry.get(name).Options(), first)!r}".replace("'", '"')] if first else []
-    lines.append(f"{key} = {value}")
+    lines = bad_block(name, key, value)
     refused_at(model(name, *lines), line_of(name, len(lines) - 1), key)
 
 

@@ -10,6 +10,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from option_tables import (
+    SolverBlocks,
+    assert_tables_name_real_options,
+    bad_block,
+    refused_at,
+    rule_cases,
+)
 
 import optlang
 from optlang.backends import registry
@@ -26,8 +33,6 @@ MODELS = {
     "smooth": "var x[2] in [-2, 0.5]\nminimize 100 * (x[1] - x[0]^2)^2 + (1 - x[0])^2\n",
 }
 
-# a value outside each rule (integers where the rule's lower end is an integer, so int options take them too)
-BAD = {">0": "0", ">=0": "-1", ">=1": "0", "(0,1]": "0", "[0,1]": "2", "(0,1)": "1", "[0,1)": "1"}
 
 
 def kind_of(name: str) -> str:
@@ -38,23 +43,8 @@ def installed(name: str) -> bool:
     return all(missing_package(mod) is None for mod in registry.get(name).requires)
 
 
-def model(name: str, *options: str) -> optlang.Model:
-    """The kind's small model with `solver name { ... }`, one option a line (line_of gives their lines)."""
-    body = "".join(f"  {o}\n" for o in options)
-    return optlang.parse(MODELS[kind_of(name)] + f"solver {name} {{\n{body}}}\n")
-
-
-def line_of(name: str, i: int) -> int:
-    """The line of the i-th option (from 0) of `model(name, ...)`."""
-    return MODELS[kind_of(name)].count("\n") + 2 + i
-
-
-def refused_at(m: optlang.Model, line: int, key: str) -> None:
-    with pytest.raises(OptlangError) as info:
-        m.check_solver()
-    assert info.value.code == "E700", info.value
-    assert info.value.line == line, info.value
-    assert f"'{key}'" in info.value.message or key in info.value.message, info.value.message
+BLOCKS = SolverBlocks(MODELS, kind_of)
+model, line_of = BLOCKS.model, BLOCKS.line_of
 
 
 def test_the_small_models_are_of_their_kind() -> None:
@@ -73,13 +63,7 @@ def test_defaults_pass(name: str) -> None:
 
 @pytest.mark.parametrize("name", BACKENDS)
 def test_tables_name_real_options(name: str) -> None:
-    backend = registry.get(name)
-    fields = {f.name: f for f in dataclasses.fields(backend.Options)}
-    for key in backend.option_ranges:
-        assert key in fields, f"{name}: option_ranges names '{key}', which is not an option"
-    for key, words in backend.option_choices.items():
-        assert key in fields, f"{name}: option_choices names '{key}', which is not an option"
-        assert fields[key].default in words, f"{name}: the default of '{key}' is not among its words"
+    assert_tables_name_real_options(name)
 
 
 def test_every_numeric_option_is_declared_or_known_free() -> None:
@@ -95,29 +79,12 @@ def test_every_numeric_option_is_declared_or_known_free() -> None:
                 assert f.name in backend.option_ranges, f"{name}: numeric option '{f.name}' has no declared range"
 
 
-def _rule_cases() -> list[tuple[str, str, str]]:
-    """(backend, option, bad value): the first option of each rule family, and every choice option."""
-    cases = []
-    for name in BACKENDS:
-        backend = registry.get(name)
-        seen: set[str] = set()
-        for key, rule in backend.option_ranges.items():
-            if rule not in seen:
-                seen.add(rule)
-                cases.append((name, key, BAD[rule]))
-        for key in backend.option_choices:
-            cases.append((name, key, '"nonsense"'))
-    return cases
 
-
-@pytest.mark.parametrize(("name", "key", "value"), _rule_cases())
+@pytest.mark.parametrize(("name", "key", "value"), rule_cases(BACKENDS, every_choice=True))
 def test_one_bad_value_per_rule_is_refused_at_its_line(name: str, key: str, value: str) -> None:
     if not installed(name):
         pytest.skip(f"{name} needs {registry.get(name).requires}")
-    # a valid option on the first line of the block, the bad one on the second
-    first = next((k for k in registry.get(name).option_ranges if k != key), None)
-    lines = [f"{first} = {getattr(registry.get(name).Options(), first)!r}".replace("'", '"')] if first else []
-    lines.append(f"{key} = {value}")
+    lines = bad_block(name, key, value)
     refused_at(model(name, *lines), line_of(name, len(lines) - 1), key)
 
 
