@@ -63,12 +63,9 @@ class GD(Backend):
 
     @staticmethod
     def method_for(problem: SmoothProblem, options: GDOptions) -> str:
-        """The method that runs: `auto` and an L-BFGS that domains forbid resolved."""
+        """The method that runs: `auto` and an L-BFGS that domains forbid resolved (the word itself is one
+        of METHODS: option_choices, checked by make_options and by solve)."""
         method = options.method
-        if method not in METHODS:
-            from optlang.errors import OptionError
-
-            raise OptionError("method", f"unknown method '{method}'", hint=", ".join(METHODS))
         constrained = any(v.domain.kind != "free" for v in problem.variables)
         if method == "auto":
             method = "pgd" if constrained else "lbfgs"
