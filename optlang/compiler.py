@@ -21,7 +21,7 @@ from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
 from optlang.ir.atoms import ATOMS, ising_atoms
 from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
-from optlang.ir.model import ModelIR
+from optlang.ir.model import ModelIR, Objective
 from optlang.ir.nodes import Const, Node, Op, Var
 from optlang.ir.quadratic import QuadraticLowering
 from optlang.ir.terms import summands, weighted_sum
@@ -158,6 +158,17 @@ def classify(ir: ModelIR) -> Form:
             kind = "minimax"
         elif obj.form == "robust":
             kind = "dro"
+            if _no_region_targets(ir, obj):
+                errors.append(
+                    ModelError(
+                        "target_conditional needs one target per sample to define its regions, and this loss "
+                        "has none: it uses no data table loaded with a target, and no `by =` was given",
+                        obj.span,
+                        hint='load the data with data D = load("file.csv", target = "y") and use D.y in the '
+                        "loss, or give the targets: target_conditional(chi2, radius = r, by = y)",
+                        code="E508",
+                    )
+                )
         elif obj.form == "multi":
             kind = "multiobjective"
         elif argmins:
@@ -373,6 +384,18 @@ def _negated(f: TorchFunction) -> TorchFunction:
 
     cvx = (lambda var_map: -f.cvxpy(var_map)) if f.cvxpy is not None else None  # type: ignore[misc]  # a conditional lambda
     return TorchFunction(build, n_samples=f.n_samples, cvxpy=cvx, source=f"-({f.source})")
+
+
+def _no_region_targets(ir: ModelIR, obj: Objective) -> bool:
+    """A target_conditional objective whose regions have no targets: no `by =`, no data table with a
+    target in the loss, and no linear residual whose y could serve (backends/dro/report.region_targets)."""
+    amb = obj.ambiguity
+    if amb is None or amb.kind != "target_conditional" or obj.ambiguity_by is not None or obj.expr is None:
+        return False
+    table = obj.expr.type.sample
+    if table and ir.tables[table].y is not None:
+        return False
+    return linear_residual(obj.expr) is None
 
 
 def compile_problem(ir: ModelIR, form: Form) -> Compiled:

@@ -59,6 +59,12 @@ CASES = {
     "p overflows": (ROBUST + "wasserstein(radius = 1, p = 1e400)", "E111", 3),
     "p not 1 or 2": (ROBUST + "wasserstein(radius = 1, p = 3)", "E508", 3),
     "divergence is an array": (ROBUST + "target_conditional(D.X, radius = 1)", "E508", 3),
+    "target_conditional without targets": (
+        "param X = randn(20, 1, seed = 1)\nparam y = randn(20, seed = 2)\nvar w\n"
+        "minimize robust mean((X[:, 0] * w - y)^2) within target_conditional(chi2, radius = 0.1, bins = 4)",
+        "E508",
+        4,
+    ),
     "randn of a string": ('param A = randn("a", 3)\nvar x\nminimize x^2', "E606", 1),
     "torus beyond any size": ("graph G = torus(1e308, 3)\nmaxcut G", "E606", 1),
     "erdos_renyi beyond any size": ("graph G = erdos_renyi(4e9, 0)\nmaxcut G", "E606", 1),

@@ -655,3 +655,34 @@ prefer (x[0] - 0.6)^2 + (x[1] - 0.6)^2
     assert np.allclose(res.values["x"], [math.sqrt(0.5)] * 2, atol=1e-6)
     assert res.objective == pytest.approx(2 * (math.sqrt(0.5) - 0.6) ** 2, abs=1e-9)
     assert all(c.passed for c in res.checks)
+
+
+SCALAR_PAIR = "var x in [-10, 10]\nminimize {\n  f1: x^2\n  f2: (x - 2)^2\n}\n"
+
+
+def test_scalar_variable_preference_is_polished_to_the_exact_point() -> None:
+    """A 0-d variable (`var x`, no shape) goes through the polish's flat vector and back: the preferred
+    point of f1 = x², f2 = (x − 2)² nearest (1, 1) is x = 1 (it crashed in reshape before)."""
+    import optlang
+
+    res = optlang.parse(SCALAR_PAIR + "prefer (f1 - 1)^2 + (f2 - 1)^2").solve(seed=0)
+    assert res.status.value == "converged"
+    assert abs(float(res.values["x"]) - 1.0) < 1e-6
+    assert all(c.passed for c in res.checks)
+
+
+@pytest.mark.parametrize("solver", ["adam", "slsqp"])
+def test_scalar_variable_front(solver: str) -> None:
+    """Front mode on a 0-d variable: each front point's objectives are those of its x, and the front
+    covers more than 99 % of the exact front's hypervolume (x ∈ [0, 2])."""
+    import optlang
+
+    res = optlang.parse(SCALAR_PAIR).solve(seed=0, options={"front_solver": solver})
+    F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in res.info["front"]])
+    x = np.array([float(p["values"]["x"]) for p in res.info["front"]])
+    assert F.shape[0] > 50
+    assert np.allclose(F[:, 0], x**2, atol=1e-5) and np.allclose(F[:, 1], (x - 2) ** 2, atol=1e-5)
+    t = np.linspace(0.0, 2.0, 20001)
+    ref = np.array([4.4, 4.4])
+    exact = hypervolume(np.stack([t**2, (t - 2) ** 2], 1), ref)
+    assert hypervolume(F, ref) / exact > 0.99

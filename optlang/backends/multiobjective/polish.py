@@ -85,7 +85,7 @@ class FlatVariables:
         """A flat vector (…, dim) → each variable's values (…, *shape): one point, or a batch of rows."""
         out, i = {}, 0
         for v, s in zip(self.vars, self.sizes, strict=True):
-            out[v.name] = z[..., i : i + s].reshape(*z.shape[:-1], *v.shape)
+            out[v.name] = z[..., i : i + s].reshape(tuple(z.shape[:-1]) + tuple(v.shape))
             i += s
         return out
 
