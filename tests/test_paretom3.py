@@ -686,3 +686,33 @@ def test_scalar_variable_front(solver: str) -> None:
     ref = np.array([4.4, 4.4])
     exact = hypervolume(np.stack([t**2, (t - 2) ** 2], 1), ref)
     assert hypervolume(F, ref) / exact > 0.99
+
+
+FONSECA = (
+    "var x[3] in [-4, 4]\nparam c = 0.5773502691896258\n"
+    "minimize {\n  f1: 1 - exp(-sum((x - c)^2))\n  f2: 1 - exp(-sum((x + c)^2))\n}\n"
+)
+
+
+def test_front_finish_spends_the_budget_left_on_accuracy() -> None:
+    """Fonseca-Fleming (held out of the benchmark): the rays stop ~5e-3 inside the front where the
+    exponentials flatten, and the mesh resolves with a quarter of the budget unspent; the finishing steps
+    along each solution's ray bring the front within 1 % of the exact hypervolume (0.982 without)."""
+    import optlang
+
+    c = 1 / math.sqrt(3)
+    t = np.linspace(-c, c, 20001)
+    R = np.stack([1 - np.exp(-3 * (t - c) ** 2), 1 - np.exp(-3 * (t + c) ** 2)], 1)
+    ref = R.max(0) + 0.1 * (R.max(0) - R.min(0))
+    exact = hypervolume(R, ref)
+
+    def ratio(**opts: object) -> tuple[float, int]:
+        res = optlang.parse(FONSECA).solve(seed=0, options=opts or None)
+        F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in res.info["front"]])
+        assert res.status.value == "converged"
+        return hypervolume(F[np.all(F < ref, 1)], ref) / exact, res.info["evaluations"]
+
+    finished, evals = ratio()
+    unfinished, evals0 = ratio(front_finish=False)
+    assert finished > 0.99 and evals <= 4000
+    assert unfinished < finished and evals0 < evals

@@ -487,6 +487,8 @@ class ParetoM3Options:
     front_ray_split: bool = True  # slsqp: also solve the midpoints of neighbouring directions (next level)
     front_ray_warm: bool = True  # start each SLSQP ray from the nearest solved non-axis ray's point (else seeded)
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
+    front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
+    front_finish_iters: int = 20  # at most this many finishing steps per solution
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
     front_evals: int = 4000  # point-evaluation budget of the whole front; 0 = none
     front_stage0: float = 0.6  # at most this fraction of front_evals goes to stage 0 (the rays)
@@ -520,6 +522,7 @@ RANGES = {
     **dict.fromkeys(("front_resolution", "refine_lr", "front_lr", "front_tau", "stat_tol", "tol"), ">0"),
     **dict.fromkeys(("rho_adapt", "y_mean", "eps", "front_ray_retries", "front_points", "front_evals"), ">=0"),
     **dict.fromkeys(("front_tol", "refine_iters", "front_verify_max", "front_predict_tol"), ">=0"),
+    "front_finish_iters": ">=0",
     **dict.fromkeys(("front_theta", "front_alpha", "front_max", "polish_max_dim"), ">=0"),
     **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
     **dict.fromkeys(("rho_ramp", "front_ray_share", "front_stage0"), "(0,1]"),
