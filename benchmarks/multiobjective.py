@@ -396,6 +396,9 @@ def main() -> None:
     torch.set_num_threads(1)
     for kv in args.set:
         key, val = kv.split("=", 1)
+        if val.lower() in ("true", "false"):
+            PM3_SET[key] = val.lower() == "true"
+            continue
         try:
             PM3_SET[key] = int(val)
         except ValueError:
