@@ -121,7 +121,7 @@ class _Printer:
     def _statement(self, t: Tree, indent: str, next_start: int | None) -> None:
         start, end = t.meta.line, t.meta.end_line
         self._comments_before(start, indent)
-        if t.data in ("subject_stmt", "obj_multi", "solver_stmt"):
+        if t.data in ("subject_stmt", "obj_multi", "obj_multimax", "solver_stmt"):
             self._block(t, indent, next_start)
             return
         head = self.stmt(t)
@@ -144,8 +144,9 @@ class _Printer:
         if t.data == "subject_stmt":
             head, entries = "subject to", [c for c in t.children[1:] if isinstance(c, Tree)]
             show = self.constraint
-        elif t.data == "obj_multi":
-            head, entries = "minimize", [c for c in t.children if isinstance(c, Tree)]
+        elif t.data in ("obj_multi", "obj_multimax"):  # maximize { } parses, and lowering refuses it (E506)
+            head = "minimize" if t.data == "obj_multi" else "maximize"
+            entries = [c for c in t.children if isinstance(c, Tree)]
             show = self.entry
         else:
             head, entries = f"solver {t.children[0]}", [c for c in t.children[1:] if isinstance(c, Tree)]

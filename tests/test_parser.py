@@ -49,6 +49,21 @@ def test_line_continuation_inside_brackets_and_semicolons() -> None:
     np.testing.assert_array_equal(m.ir.params["a"], [1, 2, 3])
 
 
+def test_objective_block_entries_separate_by_newline_semicolon_or_comma() -> None:
+    """`minimize { f1: ..., f2: ... }` (the form the E501/E506 hints show) is the same model as one
+    entry per line; a comma inside a call stays the call's."""
+    texts = [
+        "var x[2]\nminimize {\n  f1: sumsq(x)\n  f2: sumsq(x - 1)\n}",
+        "var x[2]\nminimize { f1: sumsq(x); f2: sumsq(x - 1) }",
+        "var x[2]\nminimize { f1: sumsq(x), f2: sumsq(x - 1), }",
+        "var x[2]\nminimize {\n  f1: sumsq(x),\n  f2: sumsq(x - 1)\n}",
+    ]
+    shown = {to_text(optlang.parse(t).ir.objective.entries[1][1]) for t in texts}
+    assert len(shown) == 1
+    m = optlang.parse("var x[2]\nminimize { f1: dot(x, [1, 2]), f2: maximum(x[0], x[1]) }")
+    assert m.kind == "multiobjective" and [n for n, _ in m.ir.objective.entries] == ["f1", "f2"]
+
+
 def test_newline_outside_brackets_ends_the_statement() -> None:
     with pytest.raises(optlang.OptlangError) as info:
         optlang.parse("var x[2]\nminimize sumsq(x) +\n 1\n")

@@ -539,6 +539,14 @@ class Lowerer:
         elif form == "robust":
             loss_t, amb_t = t.children
             obj = self._robust(loss_t, amb_t, span)
+        elif form == "multimax":
+            raise ModelError(
+                "a multi-objective block minimizes each of its objectives; `maximize { ... }` is not a form",
+                Span(span.line, span.col, span.line, span.col + len("maximize")),
+                hint="write minimize { ... } and negate each objective to maximize (f1: -EXPR); the "
+                "front and the preference then see -EXPR",
+                code="E506",
+            )
         elif form == "multi":
             entries = []
             seen: dict[str, Span] = {}
