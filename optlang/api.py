@@ -310,6 +310,9 @@ class Model:
         except OptlangError as e:
             if e.code in ("E802", "E804"):
                 self._hint_domain(e)
+                if e.span is None:  # point at what the backends refused: a general constraint, else the objective
+                    general = [c for c in self.ir.constraints if c.sense != "argmin"]
+                    e.span = general[0].span if general else self.ir.objective.span
             raise e.with_source(self.ir.source) from None
 
     def _check_common_options(self, options: Mapping[str, Any]) -> None:
