@@ -25,7 +25,7 @@ from optlang.ir.model import ModelIR
 from optlang.planner import Plan, plan
 from optlang.problem import IsingProblem
 from optlang.result import Result
-from optlang.source import Source
+from optlang.source import Source, Span
 from optlang.verify import verify
 
 
@@ -310,10 +310,15 @@ class Model:
         except OptlangError as e:
             if e.code in ("E802", "E804"):
                 self._hint_domain(e)
-                if e.span is None:  # point at what the backends refused: a general constraint, else the objective
-                    general = [c for c in self.ir.constraints if c.sense != "argmin"]
-                    e.span = general[0].span if general else self.ir.objective.span
+                if e.span is None:
+                    e.span = self.refusal_span()
             raise e.with_source(self.ir.source) from None
+
+    def refusal_span(self) -> Span:
+        """Where a 'no backend can solve this' error points: the first general constraint (what the
+        backends refuse most often), else the objective."""
+        general = [c for c in self.ir.constraints if c.sense != "argmin"]
+        return general[0].span if general else self.ir.objective.span
 
     def _check_common_options(self, options: Mapping[str, Any]) -> None:
         """Types of the options every backend shares; a solver-block option points at its line."""

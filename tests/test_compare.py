@@ -446,6 +446,23 @@ def test_compare_cli_writes_the_report_and_returns_the_exit_code(tmp_path: Path)
         main(["compare", str(FIXTURES / "smooth_small.opt"), "-b", "no-such-backend", "--executor", "inline"])
 
 
+def test_compare_refusal_points_at_the_constraint(tmp_path: Path) -> None:
+    """No backend accepts the model: compare's E802 carries the constraint's line:col, as plan's does."""
+    import optlang
+    from optlang.bench import main
+    from optlang.errors import PlanError
+
+    model = tmp_path / "m.opt"
+    text = "var x[2] in [0, 2]\nminimize { f1: sumsq(x); f2: sumsq(x - 2) }\n\n\n\nsubject to { sum(x) <= 1 }\n"
+    model.write_text(text)
+    with pytest.raises(PlanError) as info:
+        main(["compare", str(model), "--executor", "inline", "--no-progress"])
+    assert (info.value.code, info.value.line, info.value.column) == ("E802", 6, 14)
+    with pytest.raises(PlanError) as info:
+        optlang.load(model).plan()
+    assert (info.value.line, info.value.column) == (6, 14)
+
+
 def _front_result(backend: str, seed: int, F: np.ndarray) -> Result:
     """A multiobjective Result whose info["front"] holds the rows of F (objectives f1, f2)."""
     front = [{"objectives": {"f1": float(a), "f2": float(b)}, "values": {}} for a, b in F]

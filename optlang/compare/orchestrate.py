@@ -36,7 +36,9 @@ def candidate_backends(model: Any, requested: Sequence[str] | None) -> tuple[lis
             from optlang.errors import PlanError
 
             detail = "; ".join(f"{b}: {r}" for b, r in refused.items()) or "none is registered for it"
-            raise PlanError(f"no backend can solve this {model.form.kind} model — {detail}", code="E802")
+            raise PlanError(
+                f"no backend can solve this {model.form.kind} model — {detail}", model.refusal_span(), code="E802"
+            ).with_source(model.ir.source)
         return [name for _, _, name in sorted(accepted)], refused
     chosen = []
     for name in requested:
