@@ -716,3 +716,36 @@ def test_front_finish_spends_the_budget_left_on_accuracy() -> None:
     unfinished, evals0 = ratio(front_finish=False)
     assert finished > 0.99 and evals <= 4000
     assert unfinished < finished and evals0 < evals
+
+
+def test_tangential_stationarity_releases_a_bound_that_phi_leaves() -> None:
+    """A variable on its lower bound counts as held there only when φ presses on that bound: with
+    ∂φ/∂x < 0 (φ falls as x moves inside) the point is not stationary; with ∂φ/∂x > 0 it is."""
+    from optlang.backends.multiobjective.polish import _tangential
+
+    A = np.zeros((0, 2))
+    low = np.array([True, False])
+    assert _tangential(np.array([-1.0, 0.0]), A, low) > 0.4  # inwards is downhill
+    assert _tangential(np.array([1.0, 0.0]), A, low) == 0.0  # pressing on the bound
+    high = np.array([True, False])
+    assert _tangential(np.array([1.0, 0.0]), A, np.zeros(2, bool), high) > 0.4
+    assert _tangential(np.array([-1.0, 0.0]), A, np.zeros(2, bool), high) == 0.0
+    # on a constraint row x0 = x1 the tangent is (1, 1): a bound on x0 pressed by φ holds both
+    A = np.array([[1.0, -1.0]])
+    assert _tangential(np.array([1.0, 1.0]), A, low) == 0.0
+    assert _tangential(np.array([-1.0, -1.0]), A, low) > 0.5
+
+
+def test_a_kink_at_the_end_of_the_pareto_set_is_not_claimed_at_the_other_end() -> None:
+    """f1 = |x + 1.59|, f2 = e^(x + 0.42) on [-3, 3]: the Pareto set is [-3, -1.59] and f1 + 0.31 f2
+    falls along it to x = -1.59. The polish used to fix x on its bound -3 (the min-norm weighted
+    gradient vanishes there, by rounding a hair > 0), found the fixed point stationary and returned
+    the worst end as `converged`."""
+    import optlang
+
+    text = "var x in [-3, 3]\nminimize {\n  f1: abs(x + 1.59)\n  f2: exp(x + 0.42)\n}\nprefer f1 + 0.31 * f2"
+    res = optlang.parse(text).solve(seed=0, options={"iters": 200})
+    x = float(res.values["x"])
+    assert abs(x + 1.59) < 1e-2
+    if res.status.value == "converged":
+        assert abs(x + 1.59) < 1e-6

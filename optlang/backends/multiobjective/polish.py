@@ -143,9 +143,12 @@ def polish(
         return None
     lam0 = _min_norm(J0)
     g0 = lam0 @ J0
-    # fixed coordinates: on (or within 1e-3 of) a bound that the weighted gradient pushes against
-    at_lo = (z0 - fl.lo <= 1e-3 * width) & (g0 > 0)
-    at_hi = (fl.hi - z0 <= 1e-3 * width) & (g0 < 0)
+    # fixed coordinates: on (or within 1e-3 of) a bound that the weighted gradient pushes against; a
+    # weighted gradient that vanishes there (the point is Pareto critical as an interior point too, and
+    # the critical set goes on inside) leaves the coordinate free, bounded
+    push = 1e-8 * (1.0 + float(np.abs(J0).max(initial=0.0)))
+    at_lo = (z0 - fl.lo <= 1e-3 * width) & (g0 > push)
+    at_hi = (fl.hi - z0 <= 1e-3 * width) & (g0 < -push)
     # simplex coordinates: KKT says g_j = ν on the support, g_j ≥ ν off it; fix the small ones with g_j > ν̂
     insimplex = fl.grp >= 0
     at_lo &= ~insimplex
@@ -283,14 +286,10 @@ def polish(
     residual = float(np.abs(c_fun(v)).sum()) / (1.0 + float(np.abs(Jf).max(initial=0.0)))
     _, gphi = phi(v)
     A = constraint_jacobian(H, Jf, E, v[:nf], [ix for ix, _ in act_b], v[nf + m + G :])
-    act = np.concatenate(
-        [
-            (v[:nf] <= fl.lo[free] + 1e-12) | (v[:nf] >= fl.hi[free] - 1e-12),
-            lam <= 1e-12,
-            np.zeros(G + nb, bool),
-        ]
-    )
-    stationarity = _tangential(gphi, A, act)
+    none = np.zeros(G + nb, bool)
+    at_low = np.concatenate([v[:nf] <= fl.lo[free] + 1e-12, lam <= 1e-12, none])
+    at_high = np.concatenate([v[:nf] >= fl.hi[free] - 1e-12, np.zeros(m, bool), none])
+    stationarity = _tangential(gphi, A, at_low, at_high)
     values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
     return Polished(values, lam, residual, stationarity, int(res.nit), count[0])
 
@@ -353,14 +352,35 @@ def constraint_jacobian(
     return np.concatenate([top, mid, sph, bottom], 0)
 
 
-def _tangential(g: np.ndarray, A: np.ndarray, active: np.ndarray) -> float:
-    """‖∇φ projected on the null space of the constraint Jacobian A, with the active bounds (x on a
-    bound, λ_i = 0) held fixed‖ / (1 + ‖∇φ‖): zero at a first-order point of the polish problem."""
-    E = np.eye(A.shape[1])[active]
-    A = np.concatenate([A, E], 0) if active.any() else A
+def _tangential(g: np.ndarray, A: np.ndarray, at_low: np.ndarray, at_high: np.ndarray | None = None) -> float:
+    """‖∇φ projected on the null space of the constraint Jacobian A, with the bounds that hold φ back
+    fixed‖ / (1 + ‖∇φ‖): zero at a first-order point of the polish problem.
+
+    A variable on a bound (x on a box bound, λ_i = 0) is held fixed only while its multiplier has the
+    sign of a bound that φ presses on (lower: ∂φ pushes below it); one whose multiplier says φ
+    decreases inwards is released (an active-set loop), so a point sitting on a bound with a feasible
+    descent direction along the critical set does not measure as stationary."""
     from scipy.linalg import null_space
 
-    N = null_space(A, rcond=1e-10)
-    if N.size == 0:
-        return 0.0
-    return float(np.linalg.norm(N @ (N.T @ g))) / (1.0 + float(np.linalg.norm(g)))
+    if at_high is None:
+        at_high = np.zeros_like(at_low)
+    bound = at_low | at_high
+    fixed = bound.copy()
+    n = A.shape[1]
+    for _ in range(2 * int(bound.sum()) + 2):
+        E = np.eye(n)[fixed]
+        Af = np.concatenate([A, E], 0) if fixed.any() else A
+        N = null_space(Af, rcond=1e-10)
+        Pg = N @ (N.T @ g) if N.size else np.zeros(n)
+        if not fixed.any():
+            break
+        # multipliers of the fixed rows: g − P g = Aᵀ α + Eᵀ μ
+        coef, *_ = np.linalg.lstsq(Af.T, g - Pg, rcond=None)
+        mu = np.zeros(n)
+        mu[np.flatnonzero(fixed)] = coef[A.shape[0] :]
+        tol = 1e-10 * (1.0 + float(np.linalg.norm(g)))
+        wrong = fixed & ((at_low & (mu < -tol)) | (at_high & (mu > tol)))
+        if not wrong.any():
+            break
+        fixed &= ~wrong
+    return float(np.linalg.norm(Pg)) / (1.0 + float(np.linalg.norm(g)))
