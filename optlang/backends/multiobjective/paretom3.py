@@ -601,6 +601,10 @@ class ParetoM3(Backend):
             return out[:, m]
 
         polished: dict[str, Any] = {}
+        # the best critical but not certified polish (residual met, stationarity not: a degenerate end of
+        # the critical set, where the constraint's linearization vanishes); returned if weakly Pareto and
+        # better in φ than the loop's point, without the `converged` claim
+        uncertified: dict[str, Any] = {}
         pol_evals = [0, 0]  # point evaluations spent polishing, attempts
         use_polish = o.polish and polishable(problem, o.polish_max_dim)
 
@@ -614,6 +618,10 @@ class ParetoM3(Backend):
                 return False
             pol_evals[0] += r.evaluations
             if not (r.residual <= o.stat_tol and r.stationarity <= o.stat_tol):
+                if r.residual <= o.stat_tol:
+                    phi_r = float(preference.value(r.values))
+                    if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
+                        uncertified.update(r=r, phi=phi_r)
                 return False
             Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in r.values.items()}
             u, _, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
@@ -652,6 +660,17 @@ class ParetoM3(Backend):
         best = int(np.argmin(np.where(ok, phi, np.inf))) if ok.any() else int(np.argmin(u_p / scale))
         if use_polish and not polished and run.stopped != "time":
             try_polish(vals[best])
+        kept_uncertified = False
+        if not polished and uncertified and uncertified["phi"] < phi[best]:
+            r = uncertified["r"]
+            Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in r.values.items()}
+            u_r, _, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
+            F_r = np.array([float(f.value(r.values)) for _, f in problem.objectives])
+            if np.all(np.isfinite(F_r)) and u_r[0] <= o.merit_tol * (1.0 + np.abs(F_r).max()):
+                vals[best] = {n: np.asarray(v, dtype=np.float64) for n, v in r.values.items()}
+                F[best], phi[best], u_p[best] = F_r, uncertified["phi"], float(u_r[0])
+                scale[best] = 1.0 + np.abs(F_r).max()
+                ok[best], use_y[best], kept_uncertified = True, False, True
         if polished:
             r = polished["r"]
             vals[best] = {n: np.asarray(v, dtype=np.float64) for n, v in r.values.items()}
@@ -677,9 +696,21 @@ class ParetoM3(Backend):
             "objectives": {n: float(F[best, j]) for j, n in enumerate(names)},
             "merit": float(u_p[best]),
             "merit_of_x": float(u_x[best]),
-            "returned": "polished" if polished else ("y (dominating point of x)" if use_y[best] else "x"),
-            "stationarity": float(polished["r"].stationarity) if polished else None,
-            "kkt_residual": float(polished["r"].residual) if polished else None,
+            "returned": "polished"
+            if polished
+            else "polished, not stationary (better φ than the loop's point)"
+            if kept_uncertified
+            else ("y (dominating point of x)" if use_y[best] else "x"),
+            "stationarity": float(polished["r"].stationarity)
+            if polished
+            else float(uncertified["r"].stationarity)
+            if kept_uncertified
+            else None,
+            "kkt_residual": float(polished["r"].residual)
+            if polished
+            else float(uncertified["r"].residual)
+            if kept_uncertified
+            else None,
             "polish_attempts": pol_evals[1],
             "dominated_by_seen": n_dom,
             "points_seen": archive.seen,
