@@ -601,9 +601,10 @@ class ParetoM3(Backend):
             return out[:, m]
 
         polished: dict[str, Any] = {}
-        # the best critical but not certified polish (residual met, stationarity not: a degenerate end of
-        # the critical set, where the constraint's linearization vanishes); returned if weakly Pareto and
-        # better in φ than the loop's point, without the `converged` claim
+        # the best polish that could not be certified (a degenerate end of the critical set, where the
+        # constraint's linearization vanishes; a kink of |·| at the answer, where the weights cannot
+        # balance): returned if the merit test finds it weakly Pareto and it is better in φ than the
+        # loop's point, without the `converged` claim — the same claim the loop's point carries
         uncertified: dict[str, Any] = {}
         pol_evals = [0, 0]  # point evaluations spent polishing, attempts
         use_polish = o.polish and polishable(problem, o.polish_max_dim)
@@ -618,10 +619,9 @@ class ParetoM3(Backend):
                 return False
             pol_evals[0] += r.evaluations
             if not (r.residual <= o.stat_tol and r.stationarity <= o.stat_tol):
-                if r.residual <= o.stat_tol:
-                    phi_r = float(preference.value(r.values))
-                    if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
-                        uncertified.update(r=r, phi=phi_r)
+                phi_r = float(preference.value(r.values))
+                if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
+                    uncertified.update(r=r, phi=phi_r)
                 return False
             Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in r.values.items()}
             u, _, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
@@ -698,7 +698,7 @@ class ParetoM3(Backend):
             "merit_of_x": float(u_x[best]),
             "returned": "polished"
             if polished
-            else "polished, not stationary (better φ than the loop's point)"
+            else "polished, not certified (weakly Pareto by the merit test, better φ than the loop's point)"
             if kept_uncertified
             else ("y (dominating point of x)" if use_y[best] else "x"),
             "stationarity": float(polished["r"].stationarity)
