@@ -154,7 +154,10 @@ def test_weak_pareto_trap_zdt1() -> None:
     assert guarded.objective == pytest.approx(0.75, abs=1e-3)
     assert guarded.values["x"][0] > 0.2
     # the unguarded M³ (penalty always on, λ the vertex of the smallest gap) stalls at x = 0: value 1
-    plain = solve(problem, iters=200, merit_iters=20, guard="none", lambda_x="gap", lambda_rule="argmin")
+    # (without the final polish restarts from seen points, which would rescue it: the loop alone)
+    plain = solve(
+        problem, iters=200, merit_iters=20, guard="none", lambda_x="gap", lambda_rule="argmin", polish_restarts=0
+    )
     assert plain.values["x"][0] < 1e-3
     assert plain.objective > 0.99
 
@@ -763,3 +766,20 @@ def test_a_critical_polish_that_cannot_be_certified_is_still_returned_when_bette
     assert abs(float(res.values["x"]) - 0.97) < 1e-5
     assert res.status.value == "iteration_limit" and res.info["returned"].startswith("polished, not certified")
     assert all(c.passed for c in res.checks)
+
+
+def test_archive_starts_are_the_seen_points_of_least_preference() -> None:
+    """The extra polish starts: the archive's non-dominated points in order of φ, without the point
+    already polished, at most k; none when the archive no longer keeps points."""
+    from optlang.backends.multiobjective.common import Archive
+    from optlang.backends.multiobjective.paretom3 import _archive_starts
+
+    x = np.linspace(0.0, 2.0, 9)
+    arch = Archive()
+    arch.add(torch.as_tensor(np.stack([x**2, (x - 2) ** 2], 1)), {"x": torch.as_tensor(x)})
+    pref = TorchFunction.from_callable(lambda v, batch=None: (v["x"] - 1.3) ** 2)
+    starts = _archive_starts(arch, pref, {"x": np.array(1.25)}, 2)
+    assert [float(s["x"]) for s in starts] == [1.5, 1.0]
+    assert len(_archive_starts(arch, pref, {"x": np.array(9.0)}, 3)) == 3
+    arch.X = None
+    assert _archive_starts(arch, pref, {"x": np.array(1.25)}, 2) == []

@@ -511,6 +511,7 @@ class ParetoM3Options:
     tol: float = 1e-6  # early stop: relative change of x and φ over 50 iterations below tol
     polish: bool = True  # polish the preferred point by SLSQP on the Pareto-critical system (box/free variables)
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
+    polish_restarts: int = 2  # uncertified at the end: polish again from this many seen points of least φ
     polish_max_dim: int = 200  # polish only problems with at most this many scalar variables (Hessians are formed)
     stat_tol: float = 1e-7  # converged: tangential stationarity and KKT residual (both relative) below this
 
@@ -523,7 +524,7 @@ RANGES = {
     **dict.fromkeys(("rho_adapt", "y_mean", "eps", "front_ray_retries", "front_points", "front_evals"), ">=0"),
     **dict.fromkeys(("front_tol", "refine_iters", "front_verify_max", "front_predict_tol"), ">=0"),
     "front_finish_iters": ">=0",
-    **dict.fromkeys(("front_theta", "front_alpha", "front_max", "polish_max_dim"), ">=0"),
+    **dict.fromkeys(("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts"), ">=0"),
     **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
     **dict.fromkeys(("rho_ramp", "front_ray_share", "front_stage0"), "(0,1]"),
     "front_delta": "(0,1)",
@@ -538,6 +539,28 @@ CHOICES = {
     "front_solver": ("adam", "slsqp"),
     "guard": ("dominance", "hinge", "none"),
 }
+
+
+def _archive_starts(
+    archive: Archive, preference: Any, exclude: dict[str, np.ndarray], k: int, limit: int = 2000
+) -> list[dict[str, np.ndarray]]:
+    """Up to k seen non-dominated points of least φ (not `exclude`), as further polish starts: from the
+    loop's point the polish can leave the critical set where it is degenerate (a kink of |·| at the
+    answer), while from a point farther along the set it reaches the answer."""
+    F, X = archive.front()
+    if X is None or F.shape[0] == 0:
+        return []
+    n = min(F.shape[0], limit)
+    pts = [{name: np.asarray(v[i], dtype=np.float64) for name, v in X.items()} for i in range(n)]
+    phi = np.array([float(preference.value(p)) for p in pts])
+    out: list[dict[str, np.ndarray]] = []
+    for i in np.argsort(np.where(np.isfinite(phi), phi, np.inf)):
+        if not np.isfinite(phi[i]) or len(out) >= k:
+            break
+        if all(np.allclose(pts[i][name], exclude[name], rtol=0, atol=1e-9) for name in exclude):
+            continue
+        out.append(pts[i])
+    return out
 
 
 def _check_front_budget(options: ParetoM3Options, m: int, slsqp: bool) -> None:
@@ -660,6 +683,10 @@ class ParetoM3(Backend):
         best = int(np.argmin(np.where(ok, phi, np.inf))) if ok.any() else int(np.argmin(u_p / scale))
         if use_polish and not polished and run.stopped != "time":
             try_polish(vals[best])
+        if use_polish and not polished and run.stopped != "time" and o.polish_restarts > 0:
+            for start in _archive_starts(archive, preference, vals[best], o.polish_restarts):
+                if try_polish(start):
+                    break
         kept_uncertified = False
         if not polished and uncertified and uncertified["phi"] < phi[best]:
             r = uncertified["r"]
