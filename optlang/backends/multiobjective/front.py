@@ -704,13 +704,14 @@ def _finish(
 
 
 def _descend(
-    rb: _Batch, iters: int, z: torch.Tensor, s: torch.Tensor, archive: Any, ctx: RunContext
+    rb: _Batch, iters: int, z: torch.Tensor, s: torch.Tensor, archive: Any, ctx: RunContext, first: int = 0
 ) -> np.ndarray | None:
-    """`iters` steps of the batch along its rays and a final evaluation (every point archived); the
-    end points' objectives, or None on the time limit or non-finite objectives."""
+    """Steps `first` … `iters` − 1 of the batch along its rays (cosine-decayed rate) and a final
+    evaluation (every point archived); the end points' objectives, or None on the time limit or
+    non-finite objectives."""
     from optlang.backends.multiobjective.common import cosine
 
-    for j in range(iters):
+    for j in range(first, iters):
         if ctx.should_stop():
             return None
         if rb.step(z, s, cosine(j, iters, 0.1), archive) is None:
@@ -767,18 +768,10 @@ def _continue(
         if rows.size == 0:
             return True
         sub = rb.subset(rows)
-        for j in range(1, iters):
-            if ctx.should_stop():
-                return False
-            r = sub.step(z, s, cosine(j, iters, 0.1), archive)
-            if r is None:
-                return False
-        with torch.no_grad():
-            Fc = rb.ev(sub.X)[:, : rb.m].detach()
-        if not bool(torch.isfinite(Fc).all()):
+        Fc = _descend(sub, iters, z, s, archive, ctx, first=1)  # step 0 was taken above, for every row
+        if Fc is None:
             return False
-        archive.add(Fc, sub.X)
-        F[rows] = Fc.cpu().numpy().astype(np.float64)
+        F[rows] = Fc
         for k_, v in sub.X.items():
             X[k_][torch.as_tensor(rows, device=v.device)] = v.detach()
         fate[rows] = 2

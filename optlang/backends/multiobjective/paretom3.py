@@ -646,13 +646,19 @@ class ParetoM3(Backend):
                 if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
                     uncertified.update(r=r, phi=phi_r)
                 return False
-            Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in r.values.items()}
-            u, _, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
-            Fp = np.array([float(f.value(r.values)) for _, f in problem.objectives])
-            if not (np.all(np.isfinite(Fp)) and u[0] <= o.merit_tol * (1.0 + np.abs(Fp).max())):
+            passed, u, _ = merit_of(r.values)
+            if not passed:
                 return False
-            polished.update(r=r, u=float(u[0]))
+            polished.update(r=r, u=u)
             return True
+
+        def merit_of(values: dict[str, np.ndarray]) -> tuple[bool, float, np.ndarray]:
+            """(weakly Pareto by the inner merit, u, F) of one point."""
+            Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in values.items()}
+            u, _, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
+            Fp = np.array([float(f.value(values)) for _, f in problem.objectives])
+            passed = bool(np.all(np.isfinite(Fp)) and u[0] <= o.merit_tol * (1.0 + np.abs(Fp).max()))
+            return passed, float(u[0]), Fp
 
         def checkpoint(X: dict[str, torch.Tensor], phi_vals: torch.Tensor) -> bool:
             b = int(torch.argmin(phi_vals))
@@ -687,17 +693,15 @@ class ParetoM3(Backend):
             for start in _archive_starts(archive, preference, vals[best], o.polish_restarts):
                 if try_polish(start):
                     break
-        kept_uncertified = False
+        chosen = polished or None  # the polish whose point is returned: certified, else uncertified below
         if not polished and uncertified and uncertified["phi"] < phi[best]:
-            r = uncertified["r"]
-            Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in r.values.items()}
-            u_r, _, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
-            F_r = np.array([float(f.value(r.values)) for _, f in problem.objectives])
-            if np.all(np.isfinite(F_r)) and u_r[0] <= o.merit_tol * (1.0 + np.abs(F_r).max()):
-                vals[best] = {n: np.asarray(v, dtype=np.float64) for n, v in r.values.items()}
-                F[best], phi[best], u_p[best] = F_r, uncertified["phi"], float(u_r[0])
+            passed, u_r, F_r = merit_of(uncertified["r"].values)
+            if passed:
+                chosen = uncertified
+                vals[best] = {n: np.asarray(v, dtype=np.float64) for n, v in uncertified["r"].values.items()}
+                F[best], phi[best], u_p[best] = F_r, uncertified["phi"], u_r
                 scale[best] = 1.0 + np.abs(F_r).max()
-                ok[best], use_y[best], kept_uncertified = True, False, True
+                ok[best], use_y[best] = True, False
         if polished:
             r = polished["r"]
             vals[best] = {n: np.asarray(v, dtype=np.float64) for n, v in r.values.items()}
@@ -726,18 +730,10 @@ class ParetoM3(Backend):
             "returned": "polished"
             if polished
             else "polished, not certified (weakly Pareto by the merit test, better φ than the loop's point)"
-            if kept_uncertified
+            if chosen
             else ("y (dominating point of x)" if use_y[best] else "x"),
-            "stationarity": float(polished["r"].stationarity)
-            if polished
-            else float(uncertified["r"].stationarity)
-            if kept_uncertified
-            else None,
-            "kkt_residual": float(polished["r"].residual)
-            if polished
-            else float(uncertified["r"].residual)
-            if kept_uncertified
-            else None,
+            "stationarity": float(chosen["r"].stationarity) if chosen else None,
+            "kkt_residual": float(chosen["r"].residual) if chosen else None,
             "polish_attempts": pol_evals[1],
             "dominated_by_seen": n_dom,
             "points_seen": archive.seen,
