@@ -27,6 +27,8 @@ def to_mathtext(line: str) -> str:
     """One LaTeX line in the subset mathtext parses."""
     for a, b in _MAP:
         line = line.replace(a, b)
+    # mathtext knows \leq and \geq but not their short names (a general constraint's `\le 0`)
+    line = re.sub(r"\\(le|ge)(?![A-Za-z])", r"\\\1q", line)
     # \mathrm{s.t. } keeps its spaces only as explicit spaces
     line = re.sub(r"\\mathrm\{([^{}]*)\}", lambda m: r"\mathrm{" + m.group(1).replace(" ", r"\ ") + "}", line)
     return line.strip()
