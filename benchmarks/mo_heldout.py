@@ -4,8 +4,10 @@ and NSGA-III (pymoo, when installed) at 4 000 evaluations on the same problems.
 
 They probe what the main table does not: a multimodal g (ZDT4), a non-uniform, multimodal f1 (ZDT6), a
 concave front reached through flattening exponentials (Fonseca–Fleming), a degenerate curve in three
-objectives (DTLZ5), a biased density (DTLZ4, x^100), one scalar variable (Schaffer N1) and a convex pair
-of quadratics. HV reference: the analytic front's nadir + 10 % of its range (1.1 for DTLZ4).
+objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep at its minimum), a biased density (DTLZ4,
+x^100), one scalar variable (Schaffer N1), a convex pair of quadratics, and general constraints (a
+front on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary). HV reference:
+the analytic front's nadir + 10 % of its range (1.1 for DTLZ4).
 Usage: .venv/bin/python benchmarks/mo_heldout.py [--seeds 0,1] [--no-pymoo] [--set KEY=VALUE ...]
 """
 
@@ -90,6 +92,37 @@ PROBLEMS: dict[str, tuple[str, np.ndarray, float | None]] = {
         np.stack([np.cos(_th) / math.sqrt(2), np.cos(_th) / math.sqrt(2), np.sin(_th)], 1),
         None,
     ),
+    "dtlz6": (
+        _dtlz(1, "let a = x[0]\nlet b = (1 + 2 * g * x[1]) / (2 * (1 + g))").replace(
+            "sumsq(x[2:] - 0.5)", "sum(x[2:]^0.1)"
+        ),
+        np.stack([np.cos(_th) / math.sqrt(2), np.cos(_th) / math.sqrt(2), np.sin(_th)], 1),
+        None,
+    ),
+    # general constraints (front mode's exact penalty and feasibility steps)
+    "quarter-circle": (
+        "var x[2] in [0, 1]\nminimize {\n  f1: x[0],\n  f2: x[1]\n}\nsubject to { x[0]^2 + x[1]^2 >= 1 }\n",
+        np.stack([np.cos(_th), np.sin(_th)], 1),
+        None,
+    ),
+    "constr": (
+        "var x in [0.1, 1]\nvar y in [0, 5]\nminimize {\n  f1: x,\n  f2: (1 + y) / x\n}\n"
+        "subject to {\n  y + 9 * x >= 6\n  -y + 9 * x >= 1\n}\n",
+        _dense2(
+            np.r_[np.linspace(7 / 18, 2 / 3, 20001), np.linspace(2 / 3, 1, 20001)],
+            np.r_[
+                (7 - 9 * np.linspace(7 / 18, 2 / 3, 20001)) / np.linspace(7 / 18, 2 / 3, 20001),
+                1 / np.linspace(2 / 3, 1, 20001),
+            ],
+        ),
+        None,
+    ),
+}
+
+# the constraints g(X) <= 0 (columns) of the constrained problems, for pymoo
+CONSTRAINTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "quarter-circle": lambda X: np.stack([1 - X[:, 0] ** 2 - X[:, 1] ** 2], 1),
+    "constr": lambda X: np.stack([6 - X[:, 1] - 9 * X[:, 0], 1 + X[:, 1] - 9 * X[:, 0]], 1),
 }
 
 
@@ -102,6 +135,16 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
             np.full(3, -4.0),
             np.full(3, 4.0),
             lambda X: np.stack([1 - np.exp(-((X - C3) ** 2).sum(1)), 1 - np.exp(-((X + C3) ** 2).sum(1))], 1),
+        )
+    if name == "quarter-circle":
+        return 2, 2, np.zeros(2), np.ones(2), lambda X: X.copy()
+    if name == "constr":
+        return (
+            2,
+            2,
+            np.array([0.1, 0.0]),
+            np.array([1.0, 5.0]),
+            lambda X: np.stack([X[:, 0], (1 + X[:, 1]) / X[:, 0]], 1),
         )
     if name == "schaffer":
         return 1, 2, np.array([-10.0]), np.array([10.0]), lambda X: np.stack([X[:, 0] ** 2, (X[:, 0] - 2) ** 2], 1)
@@ -126,7 +169,7 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
     alpha = 100 if name == "dtlz4" else 1
 
     def fd(X: np.ndarray) -> np.ndarray:
-        g = ((X[:, 2:] - 0.5) ** 2).sum(1)
+        g = (X[:, 2:] ** 0.1).sum(1) if name == "dtlz6" else ((X[:, 2:] - 0.5) ** 2).sum(1)
         a = X[:, 0] ** alpha
         b = X[:, 1] ** alpha if name == "dtlz4" else (1 + 2 * g * X[:, 1]) / (2 * (1 + g))
         h = math.pi / 2
@@ -150,10 +193,18 @@ def run_pymoo(name: str, algo: str, evals: int, seed: int) -> np.ndarray:
 
     class P(Problem):
         def __init__(self) -> None:
-            super().__init__(n_var=n, n_obj=m, xl=lo, xu=hi)
+            super().__init__(
+                n_var=n,
+                n_obj=m,
+                n_ieq_constr=CONSTRAINTS[name](lo[None]).shape[1] if name in CONSTRAINTS else 0,
+                xl=lo,
+                xu=hi,
+            )
 
         def _evaluate(self, X: np.ndarray, out: dict, *args: object, **kwargs: object) -> None:
             out["F"] = fn(X)
+            if name in CONSTRAINTS:
+                out["G"] = CONSTRAINTS[name](X)
 
     dirs = get_reference_directions("das-dennis", m, n_partitions=99 if m == 2 else 12)
     alg = NSGA2(pop_size=100) if algo == "NSGA-II" else NSGA3(ref_dirs=dirs, pop_size=int(math.ceil(len(dirs) / 4) * 4))
@@ -171,6 +222,9 @@ def main() -> None:
     opts = {}
     for kv in args.set:
         k, v = kv.split("=", 1)
+        if v.lower() in ("true", "false"):
+            opts[k] = v.lower() == "true"
+            continue
         try:
             opts[k] = ast.literal_eval(v)
         except (ValueError, SyntaxError):

@@ -448,7 +448,12 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
     if kind == "multiobjective":
         objs = tuple((name, torch_function(e)) for name, e in obj.entries)
         pref = torch_function(obj.prefer) if obj.prefer is not None else None
-        return Compiled(MultiObjectiveProblem(variables, objs, pref), _identity)
+        mcons = tuple(
+            Constraint(torch_function(c.expr), c.sense, c.text)  # type: ignore[arg-type]  # sense: <= or == here
+            for c in ir.constraints
+            if c.sense in ("<=", "==")
+        )
+        return Compiled(MultiObjectiveProblem(variables, objs, pref, mcons), _identity)
     if kind == "dro":
         assert obj.expr is not None and obj.ambiguity is not None
         n = int(obj.expr.type.shape[0])

@@ -298,6 +298,7 @@ class MultiObjectiveProblem:
     variables: tuple[Variable, ...]
     objectives: tuple[tuple[str, TorchFunction], ...]
     preference: TorchFunction | None = None
+    constraints: tuple[Constraint, ...] = ()  # general constraints (front mode honours them)
 
 
 @dataclass(frozen=True)

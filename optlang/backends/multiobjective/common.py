@@ -32,17 +32,60 @@ class BatchEval:
     with or without its reverse-mode gradient.
     """
 
-    def __init__(self, problem: MultiObjectiveProblem, ctx: RunContext, with_preference: bool) -> None:
+    def __init__(
+        self, problem: MultiObjectiveProblem, ctx: RunContext, with_preference: bool, with_constraints: bool = False
+    ) -> None:
         fns = [f.compile(ctx.device, ctx.dtype) for _, f in problem.objectives]
         if with_preference and problem.preference is not None:
             fns.append(problem.preference.compile(ctx.device, ctx.dtype))
         self.fns = fns
+        # general constraints (front mode): their values follow the objectives' columns, each flattened
+        cons = problem.constraints if with_constraints else ()
+        self.cons = [(c.fn.compile(ctx.device, ctx.dtype), c.sense) for c in cons]
+        self.scale: torch.Tensor | None = None  # per constraint column: 1 + max |g| over the first batch
+        self.eq: torch.Tensor | None = None  # per constraint column: an equality
+        self._con_sizes: list[int] = []
+        self.rho0 = 100.0  # the exact penalty's starting weight (front.py raises it where rays stay infeasible)
         self.device = str(ctx.device)
         self.vmap_ok: bool | None = None
         self.count = 0
 
     def _one(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
-        return torch.stack([f(values).reshape(()) for f in self.fns])
+        head = torch.stack([f(values).reshape(()) for f in self.fns])
+        if not self.cons:
+            return head
+        parts = [g(values).reshape(-1).to(head.dtype) for g, _ in self.cons]
+        self._con_sizes = [int(t.shape[0]) for t in parts]  # static under vmap: the shapes of one point
+        return torch.cat([head, *parts])
+
+    @property
+    def constrained(self) -> bool:
+        """True when the constraint columns are evaluated (front mode of a constrained model)."""
+        return bool(self.cons)
+
+    def violations(self, out: torch.Tensor) -> torch.Tensor:
+        """(B, c) scaled violations of the constraint columns of `out` (an output of this evaluator):
+        max(g, 0), |g| for equalities, each divided by its column's scale 1 + max |g| over the first batch
+        seen here, so that a tolerance means the same for a constraint in metres as in millimetres."""
+        G = out[:, len(self.fns) :]
+        if self.scale is None:
+            g = G.detach()
+            self.scale = 1.0 + torch.where(torch.isfinite(g), g.abs(), torch.zeros_like(g)).max(0).values
+        if self.eq is None:
+            senses = [sense for _, sense in self.cons]
+            flags = [torch.full((n,), q == "==", device=G.device) for q, n in zip(senses, self._con_sizes, strict=True)]
+            self.eq = torch.cat(flags)
+        return torch.where(self.eq, G.abs(), G.clamp(min=0)) / self.scale
+
+    def residuals(self, out: torch.Tensor, margin: float, held: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, c) what a feasibility step drives to zero: g/scale for equalities and for the inequalities
+        `held` (B, c) as equalities, max(g/scale + margin, 0) for the others (aiming `margin` inside, so
+        that the point lands on the feasible side)."""
+        self.violations(out)  # sets the scales and the equality flags on a first call
+        assert self.scale is not None and self.eq is not None
+        G = out[:, len(self.fns) :] / self.scale
+        two_sided = self.eq if held is None else self.eq | held
+        return torch.where(two_sided, G + torch.where(self.eq, 0.0, margin), (G + margin).clamp(min=0))
 
     def __call__(self, X: dict[str, torch.Tensor]) -> torch.Tensor:
         """(B, k) tensor of [F_1, ..., F_m(, φ)] with the autograd graph kept."""
@@ -308,11 +351,17 @@ def hv_reference(F: np.ndarray) -> np.ndarray:
     return hi + 0.1 * np.where(hi > lo, hi - lo, 1.0)
 
 
-def refuse_multiobjective(form: Any, kinds: frozenset[str]) -> str | None:
-    """The refusals shared by the multi-objective backends (kind, constraints, discrete variables)."""
+def refuse_multiobjective(form: Any, kinds: frozenset[str], front_constraints: bool = False) -> str | None:
+    """The refusals shared by the multi-objective backends (kind, constraints, discrete variables);
+    `front_constraints`: the backend honours general constraints in front mode (no `prefer`)."""
     if form.kind not in kinds:
         return f"solves multiobjective problems, not {form.kind}"
-    if form.constraints:
+    if form.constraints and front_constraints and form.has_preference:
+        return (
+            "honours general constraints (" + "; ".join(form.constraints) + ") only for a front: drop the "
+            "`prefer` to get the constrained front"
+        )
+    if form.constraints and not front_constraints:
         return (
             "cannot honour general constraints (" + "; ".join(form.constraints) + "): only variable domains "
             "(box, simplex, ball) are projected on"
@@ -358,3 +407,30 @@ def min_norm_faces(G: np.ndarray, reg: float = 1e-6, allowed: np.ndarray | None 
 
 def nan_to_zero(g: torch.Tensor) -> torch.Tensor:
     return torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def front_feasibility(
+    problem: MultiObjectiveProblem, pts: dict[str, np.ndarray], ev: BatchEval, tol: float
+) -> tuple[bool, str]:
+    """The `front_feasible` check: every front point's general constraints re-evaluated in float64 on the
+    CPU from the model's own functions, each violation scaled as the solve scaled it (`ev.scale`), at
+    most `tol` plus 100 ulps of the solve's dtype (a float32 solve admits points by float32 values)."""
+    from optlang.backends.base import RunContext
+
+    ctx64 = RunContext(device="cpu", dtype="float64")
+    ev64 = BatchEval(problem, ctx64, with_preference=False, with_constraints=True)
+    n = next(iter(pts.values())).shape[0]
+    worst = 0.0
+    for i0 in range(0, n, 4096):
+        X = {k: torch.as_tensor(v[i0 : i0 + 4096], dtype=torch.float64) for k, v in pts.items()}
+        with torch.no_grad():
+            out = ev64(X)
+        ev64.scale = ev.scale.to("cpu", torch.float64) if ev.scale is not None else None
+        V = ev64.violations(out)
+        worst = max(worst, float(V.max()) if V.numel() else 0.0)
+    eps = float(torch.finfo(torch.float32 if ev.scale is None else ev.scale.dtype).eps)
+    limit = tol + 100 * eps
+    return (
+        bool(worst <= limit),
+        f"{n} front points re-evaluated in float64: largest scaled violation {worst:.3g} (limit {limit:.3g})",
+    )

@@ -1,17 +1,20 @@
 """ParetoM³'s front mode: rays along reference directions, then continuation over a mesh of the front.
 
-Stage 0: K Das-Dennis directions w_k (any number of objectives) define rays from the ideal point
-z in the normalized objective space ((F − z)/s, s = nadir − ideal, both re-estimated from the
-archive every 10 iterations). Each ray's point is the minimizer of the smoothed Chebyshev
-achievement  τ·logsumexp_i(a_i/τ) + α Σ a_i,  a_i = (F_i − z_i)/(s_i w̃_ki),  w̃ = max(w, δ),
-which sits where the ray meets the front whatever its shape (convex, concave); all K run as one
-projected-Adam batch (one vmapped evaluation and one backward pass per iteration). Stage 0 ends
-when no achievement value moved more than `front_tol` over 10 iterations (or at `front_iters`, at
-most `front_stage0` of the budget). With `front_solver="slsqp"` (box and free variables) the rays
-run one at a time instead: SLSQP on the augmented Pascoletti-Serafini problem (see `_rays_slsqp`),
-10 directions for 3 objectives and (`front_ray_split`) the midpoints of neighbouring ones, each
-converged to the front (~330 evaluations in all on DTLZ2), so that the predictors interpolated
-between them are on the front too; at most `front_ray_share` of the budget.
+Stage 0: K Das-Dennis directions w_k (any number of objectives) define rays from the ideal point z
+in the normalized objective space ((F − z)/s, s = nadir − ideal, both re-estimated from the archive
+every 10 iterations). Each ray's point is the minimizer of the smoothed Chebyshev achievement
+τ·logsumexp_i(a_i/τ) + α Σ a_i, a_i = (F_i − z_i)/(s_i w̃_ki), w̃ = max(w, δ), which sits where the
+ray meets the front whatever its shape (convex, concave); all K run as one projected-Adam batch (one
+vmapped evaluation and one backward pass per iteration). Stage 0 ends when no achievement value
+moved more than `front_tol` over 10 iterations (or at `front_iters`, at most `front_stage0` of the
+budget). Every 10 iterations from the 20th (`front_exchange`) a ray that an archived point of its own
+sector beats on its achievement by more than `front_exchange_tol` plus what the ray gained over its
+last 10 iterations restarts from that point (no evaluation), so that rays caught in a local basin
+take a better one that another ray's path crossed. With `front_solver="slsqp"` (box and free
+variables) the rays run one at a time instead: SLSQP on the augmented Pascoletti-Serafini problem
+(see `_rays_slsqp`), 10 directions for 3 objectives and (`front_ray_split`) the midpoints of
+neighbouring ones, each converged to the front (~330 evaluations in all on DTLZ2), so that the
+predictors interpolated between them are on the front too; at most `front_ray_share` of the budget.
 
 Refinement (continuation along the front, adapted to its shape): the edges between neighbouring
 solutions — consecutive in f1 for 2 objectives, the Delaunay mesh of the solutions projected along
@@ -50,6 +53,13 @@ else:
     torch = lazy_module("torch")
 
 
+# the axis rays (the nadir estimate's ends) join the exchanges in the second half of stage 0 only: before,
+# the nadir is still moving, and an end ray restarted in a sector of a wrong normalization does not get
+# back to its end (ZDT1's f2 end, test_front_mode_zdt1)
+_EXCHANGE_AXES_FROM = 0.5
+
+
+
 @dataclass
 class FrontRun:
     """What the front sweep produced (the archive holds the front itself)."""
@@ -63,10 +73,41 @@ class FrontRun:
     solutions: int
     gaps: int
     predicted: int = 0
+    exchanged: int = 0  # stage-0 rays restarted from a better archived point (front_exchange)
     corrected: int = 0
     ideal: np.ndarray = field(default_factory=lambda: np.zeros(0))
     nadir: np.ndarray = field(default_factory=lambda: np.zeros(0))
     solution_F: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the rays' and refinements' end points
+
+
+def achievement(q: torch.Tensor, W: torch.Tensor, o: Any) -> torch.Tensor:
+    """The ray scalarization of normalized objectives q (B, m) along directions W (B, m), or of every
+    row of q along every row of W when q is (n, 1, m) and W (1, K, m): `front_scalar`'s smoothed,
+    augmented Chebyshev achievement or PBI."""
+    if o.front_scalar == "pbi":  # d1 along the ray + θ · distance to it (smoothed)
+        u = W / W.norm(dim=-1, keepdim=True)
+        d1 = (q * u).sum(-1)
+        d2 = torch.sqrt(((q - d1[..., None] * u) ** 2).sum(-1) + o.front_tau**2)
+        return d1 + o.front_theta * d2
+    tau = o.front_tau
+    return tau * torch.logsumexp(q / W / tau, dim=-1) + o.front_alpha * q.sum(-1)
+
+
+def _archive(batch: Any, archive: Any, out: torch.Tensor, X: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Archive the rows of `out` (an evaluation of the points X) that satisfy the general constraints
+    within `constraint_tol` (every row when there are none); records and returns their mask in
+    `batch.feasible`."""
+    F = out[:, : batch.m].detach()
+    if not batch.ev.constrained:
+        batch.feasible = torch.ones(F.shape[0], dtype=torch.bool, device=F.device)
+        archive.add(F, X)
+        return batch.feasible
+    V = batch.ev.violations(out.detach())
+    ok = torch.isfinite(V).all(1) & (V.amax(1) <= batch.o.constraint_tol if V.shape[1] else True)
+    batch.feasible = ok
+    if bool(ok.any()):
+        archive.add(F[ok], {k: v[ok] for k, v in X.items()})
+    return ok
 
 
 class _Batch:
@@ -90,6 +131,12 @@ class _Batch:
         scales = {v.name: variable_scale(v, self.X[v.name]) for v in problem.variables}
         self.opt = ProjectedAdam(self.X, scales, lr, betas=(o.front_beta1, o.front_beta2))
         self.m = W.shape[1]
+        B = W.shape[0]
+        # general constraints: each row's exact-penalty weight, and what its last evaluation found
+        self.rho = torch.full((B,), float(ev.rho0), dtype=ctx.dtype, device=ctx.device)
+        self.pen = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
+        self.feasible = torch.ones(B, dtype=torch.bool, device=ctx.device)
+        self.active: torch.Tensor | None = None  # (B, c): constraints held as equalities by `_restore`
 
     def evaluate(self, z: torch.Tensor, s: torch.Tensor, archive: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
         """F and the achievement at the current points (graph kept; B counted evaluations, archived);
@@ -98,18 +145,26 @@ class _Batch:
         F = out[:, : self.m]
         if not bool(torch.isfinite(F.detach()).all()):
             return None
-        q = (F - z) / s
-        if self.o.front_scalar == "pbi":  # d1 along the ray + θ · distance to it (smoothed)
-            u = self.W / self.W.norm(dim=1, keepdim=True)
-            d1 = (q * u).sum(1)
-            d2 = torch.sqrt(((q - d1[:, None] * u) ** 2).sum(1) + self.o.front_tau**2)
-            ach = d1 + self.o.front_theta * d2
-        else:
-            a = q / self.W
-            tau = self.o.front_tau
-            ach = tau * torch.logsumexp(a / tau, dim=1) + self.o.front_alpha * q.sum(1)
-        archive.add(F.detach(), self.X)  # before the step: F belongs to these points
+        ach = achievement((F - z) / s, self.W, self.o)
+        if self.ev.constrained:  # the exact penalty ρ Σ (scaled violations); only feasible points are archived
+            pen = self.penalty(out)
+            ach = ach + self.rho * pen
+        _archive(self, archive, out, self.X)  # before the step: F belongs to these points
         return F, ach
+
+    def penalty(self, out: torch.Tensor) -> torch.Tensor:
+        """Σ of the scaled violations of each row of `out` (0 where the constraints hold; a row whose
+        constraint values are not finite counts as far outside); records it and the rows' feasibility."""
+        V = self.ev.violations(out)
+        V = torch.where(torch.isfinite(V), V, torch.full_like(V, 1e6))
+        self.pen = V.sum(1).detach()
+        self.active = V.detach() > self.o.constraint_tol  # the constraints this evaluation found broken
+        return V.sum(1)
+
+    def grow_penalty(self) -> None:
+        """Double ρ of the rows whose last point was infeasible (at most 1e6): the exact penalty holds a
+        ray on the feasible side only once ρ exceeds the constraint's multiplier, unknown beforehand."""
+        self.rho = torch.where(self.feasible, self.rho, (2 * self.rho).clamp(max=1e6))
 
     def descend(self, ach: torch.Tensor, factor: float) -> None:
         """One projected-Adam step on the achievements of the last `evaluate` (no evaluation)."""
@@ -118,6 +173,49 @@ class _Batch:
         g, _ = safe_grads(ach.sum(), self.X)
         self.opt.step(self.X, {n: nan_to_zero(t) for n, t in g.items()}, factor)
         batched_project_(self.problem.variables, self.X)
+
+    def exchange(
+        self, z: torch.Tensor, s: torch.Tensor, ach: torch.Tensor, archive: Any, tol: torch.Tensor, axes: bool
+    ) -> int:
+        """Restart each ray from the archived point of its own sector that beats its achievement `ach` by
+        more than `tol` (per ray: the caller adds what the ray gained by itself over its last 10
+        iterations, so that a ray still travelling is not pulled into a local piece it would have passed,
+        as ZDT3's f2-end rays past the fourth piece), its Adam moments cleared. No evaluation: the archive
+        holds F and the points. A point's sector is its nearest ray by perpendicular distance in the
+        normalized space (NSGA-III's association): a ray only takes points it would aim at anyway, and the
+        rays keep their spread (points taken from anywhere pull every ray to one end, the nadir estimate
+        with them). A ray caught in a local basin (Kursawe's sin(x³), ZDT6's humps) so takes a better
+        basin that another ray's path crossed, as MOEA/D's neighbours replace one another. `axes`: the
+        axis rays (a direction component ≥ 0.999) may be restarted too. Returns how many restarted."""
+        F, AX = archive.front()
+        if AX is None or F.shape[0] == 0:
+            return 0
+        Q = (torch.as_tensor(F, dtype=ach.dtype, device=ach.device) - z) / s
+        U = self.W / self.W.norm(dim=1, keepdim=True)
+        K = U.shape[0]
+        best = torch.full((K,), math.inf, dtype=ach.dtype, device=ach.device)
+        arg = torch.zeros(K, dtype=torch.long, device=ach.device)
+        for i0 in range(0, Q.shape[0], 4096):  # (4096, K) at a time
+            q = Q[i0 : i0 + 4096]
+            d2 = (q * q).sum(1, keepdim=True) - (q @ U.T) ** 2  # squared distances to each ray
+            own = torch.nn.functional.one_hot(d2.argmin(1), K).bool()
+            A = achievement(q[:, None, :], self.W[None], self.o).masked_fill(~own, math.inf)
+            b, j = A.min(0)
+            better = b < best
+            best, arg = torch.where(better, b, best), torch.where(better, j + i0, arg)
+        ok = best < ach.detach() - tol
+        if not axes:
+            ok &= (self.W < 0.999).all(1)
+        rows = torch.nonzero(ok).flatten()
+        if rows.numel() == 0:
+            return 0
+        src = arg[rows].cpu().numpy()
+        with torch.no_grad():
+            for k, t in self.X.items():
+                t[rows] = torch.as_tensor(AX[k][src], dtype=t.dtype, device=t.device)
+                self.opt.m[k][rows] = 0
+                self.opt.v[k][rows] = 0
+        return int(rows.numel())
 
     def step(
         self, z: torch.Tensor, s: torch.Tensor, factor: float, archive: Any
@@ -136,6 +234,8 @@ class _Batch:
         ti = torch.as_tensor(idx, dtype=torch.long, device=self.W.device)
         sub.X = {k: v.detach()[ti].clone().requires_grad_(True) for k, v in self.X.items()}
         sub.W = self.W[ti]
+        sub.rho, sub.pen, sub.feasible = self.rho[ti], self.pen[ti], self.feasible[ti]
+        sub.active = self.active[ti] if self.active is not None else None
         sub.opt = copy.copy(self.opt)
         sub.opt.m = {k: v[ti].clone() for k, v in self.opt.m.items()}
         sub.opt.v = {k: v[ti].clone() for k, v in self.opt.v.items()}
@@ -246,8 +346,8 @@ def rayable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
     """True when every variable is box or free and there are at most `max_dim` scalars (the SLSQP rays)."""
     from optlang.backends.multiobjective.polish import scalar_count
 
-    if any(v.domain.kind not in ("box", "free") for v in problem.variables):
-        return False
+    if problem.constraints or any(v.domain.kind not in ("box", "free") for v in problem.variables):
+        return False  # general constraints: the Adam rays and their exact penalty
     return scalar_count(problem) <= max_dim
 
 
@@ -454,18 +554,24 @@ def _ps_slsqp(
 
 
 def _normalization(
-    archive: Any, Fcur: Any, nd_mask: np.ndarray | None, ctx: RunContext
+    archive: Any, Fcur: Any, nd_mask: np.ndarray | None, ctx: RunContext, feasible: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Ideal z = the archive's minimum; nadir = the worst non-dominated current solution (`nd_mask`:
-    the non-dominated rows of a finite Fcur, when already known). Returns (z, nadir − z)."""
+    the non-dominated rows of a finite Fcur, when already known; `feasible`: the rows that satisfy the
+    general constraints, the only ones counted while there are any). Returns (z, nadir − z)."""
     Fc = np.asarray(Fcur.detach().cpu().numpy() if isinstance(Fcur, torch.Tensor) else Fcur, dtype=np.float64)
+    if feasible is not None and bool(feasible.any()) and not bool(feasible.all()):
+        Fc = Fc[feasible.cpu().numpy()]
     if nd_mask is None:
         Fc = Fc[np.all(np.isfinite(Fc), axis=1)]
         Fc = Fc[nondominated_mask(Fc)]
     else:
         Fc = Fc[nd_mask]
-    lo = archive.all().min(0)
-    hi = Fc.max(0) if Fc.shape[0] else archive.all().max(0)
+    A = archive.all()
+    if A.size == 0:  # no feasible point seen yet: the current points set the scale
+        A = Fc
+    lo = A.min(0)
+    hi = Fc.max(0) if Fc.shape[0] else A.max(0)
     hi = np.maximum(hi, lo + 1e-6 * (1 + np.abs(lo)))
     z_ = lo - 1e-3 * (hi - lo)
     return (
@@ -518,6 +624,8 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     s: torch.Tensor | None = None
     prev_ach = None
     k = 0
+    exchanged = 0
+    prev_F: torch.Tensor | None = None
 
     while k < iters0:
         if ctx.should_stop():
@@ -525,9 +633,8 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             break
         if z is None or s is None:  # set together, on the first iteration
             with torch.no_grad():
-                F0 = ev(batch.X)[:, :m]
-            archive.add(F0, batch.X)
-            z, s = _normalization(archive, F0, None, ctx)
+                out0 = ev(batch.X)
+            z, s = _normalization(archive, out0[:, :m], None, ctx, _archive(batch, archive, out0, batch.X))
         res = batch.step(z, s, cosine(k, iters0, o.lr_final), archive)
         if res is None:
             stopped = "diverged"
@@ -535,24 +642,45 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         F, ach = res
         k += 1
         if k % 10 == 0:
-            z, s = _normalization(archive, F, None, ctx)
+            z, s = _normalization(archive, F, None, ctx, batch.feasible)
+            if ev.constrained:
+                batch.grow_penalty()
             if prev_ach is not None and float((ach - prev_ach).abs().max()) < o.front_tol:
                 stopped = "converged"
                 break
             prev_ach = ach
+            if o.front_exchange and k + 10 <= iters0:
+                plain = achievement((F - z) / s, batch.W, o)
+                if prev_F is not None:  # what each ray gained by itself over its last 10 iterations
+                    gained = (achievement((prev_F - z) / s, batch.W, o) - plain).clamp(min=0)
+                    axes = k >= _EXCHANGE_AXES_FROM * iters0
+                    ach_now = plain + batch.rho * batch.pen  # an infeasible ray's penalty counts against it
+                    exchanged += batch.exchange(z, s, ach_now, archive, o.front_exchange_tol + gained, axes)
+                prev_F = F
         if k % 25 == 0:
             ctx.report(float(ach.mean()), None, iteration=k)
     stage0 = k
     # the solutions of stage 0 (their end points) and the normalization
     with torch.no_grad():
-        Fend = ev(batch.X)[:, :m]
-    archive.add(Fend, batch.X)
-    z, s = _normalization(archive, Fend, None, ctx)
+        out = ev(batch.X)
+    feasible = _archive(batch, archive, out, batch.X)
+    if ev.constrained and not bool(feasible.all()) and z is not None and s is not None and archive.all().size:
+        # a ray that ends infeasible takes the archived (feasible) point of its sector that is best for it
+        worst = torch.where(feasible, -math.inf, math.inf).to(ctx.dtype)
+        if batch.exchange(z, s, worst, archive, torch.zeros_like(worst), axes=True):
+            with torch.no_grad():
+                out = ev(batch.X)
+            feasible = _archive(batch, archive, out, batch.X)
+    ev.rho0 = float(batch.rho.max())  # the refinement's correctors start from the largest weight stage 0 needed
+    Fend = out[:, :m]
+    z, s = _normalization(archive, Fend, None, ctx, feasible)
     SF = Fend.detach().cpu().numpy().astype(np.float64)  # the solutions: objective vectors and points
-    ok = np.all(np.isfinite(SF), axis=1)
+    ok = np.all(np.isfinite(SF), axis=1) & feasible.cpu().numpy()
     SF = SF[ok]
     SX = {n: t.detach().clone()[torch.as_tensor(ok, device=t.device)] for n, t in batch.X.items()}
-    return _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget)
+    run = _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget)
+    run.exchanged = exchanged
+    return run
 
 
 def _refine(
@@ -687,7 +815,8 @@ def _finish(
     quarter unspent. Returns (the solutions' objectives, updated; False on the time limit or
     non-finite objectives)."""
     nd = np.flatnonzero(nd_mask)
-    iters = min(o.front_finish_iters, int((budget - ev.count) // max(1, nd.size)) - 1)
+    extra = 1 + (_RESTORE_STEPS if ev.constrained else 0)  # the final evaluation, and the feasibility steps
+    iters = min(o.front_finish_iters, int((budget - ev.count) // max(1, nd.size)) - extra)
     if iters < 1 or nd.size == 0:
         return SF, True
     zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
@@ -699,7 +828,8 @@ def _finish(
     if Fc is None:
         return SF, False
     SF = SF.copy()
-    SF[nd] = Fc
+    ok = rb.feasible.cpu().numpy()  # a finished point that left the feasible set keeps its old place
+    SF[nd[ok]] = Fc[ok]
     return SF, True
 
 
@@ -711,17 +841,60 @@ def _descend(
     non-finite objectives."""
     from optlang.backends.multiobjective.common import cosine
 
+    held = rb.active  # the constraints the predictor broke: the front between its ends follows them
     for j in range(first, iters):
         if ctx.should_stop():
             return None
         if rb.step(z, s, cosine(j, iters, 0.1), archive) is None:
             return None
-    with torch.no_grad():
-        Fc = rb.ev(rb.X)[:, : rb.m].detach()
+    out = _restore(rb, archive, _RESTORE_STEPS, held) if rb.ev.constrained else None
+    if out is None:
+        with torch.no_grad():
+            out = rb.ev(rb.X)
+    Fc = out[:, : rb.m].detach()
     if not bool(torch.isfinite(Fc).all()):
         return None
-    archive.add(Fc, rb.X)
+    _archive(rb, archive, out, rb.X)  # rb.feasible: which end points satisfy the general constraints
     return Fc.cpu().numpy().astype(np.float64)
+
+
+_RESTORE_STEPS = 3  # feasibility steps at most after a constrained batch's last achievement step
+
+
+def _restore(rb: _Batch, archive: Any, steps: int, held: torch.Tensor | None = None) -> torch.Tensor | None:
+    """Newton steps onto the boundary of the general constraints that the rows of `rb` break (at the
+    first evaluation here) or hold (`held`, (B, c): the constraints their predictor broke):
+    δ = −(2φ / ‖∇φ‖²) ∇φ with φ = ½‖r‖² (r: `BatchEval.residuals`, aiming half of `constraint_tol`
+    inside), exact for one constraint and a Polyak step otherwise, then the domains' projection.
+    The achievement steps leave a ray zigzagging across an active constraint's boundary (the exact
+    penalty's kink), half of its points outside and the others up to a step inside. Each step
+    evaluates the batch (counted, feasible points archived). Returns the last evaluation when no step
+    followed it (every row feasible and on its held boundaries), else None."""
+    from optlang.backends.multiobjective.common import batched_project_, safe_grads
+
+    for i in range(steps):
+        out = rb.ev(rb.X)
+        _archive(rb, archive, out, rb.X)
+        if i == 0:  # a constraint broken now is held as an equality: Newton on a curved boundary lands
+            # beside it on the feasible side ((1 − r)²/2r off a circle of radius 1 from radius r), not on it
+            broken = rb.ev.violations(out.detach()) > rb.o.constraint_tol
+            held = broken if held is None else held | broken
+        r = rb.ev.residuals(out, 0.5 * rb.o.constraint_tol, held)
+        r = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
+        on = ~rb.feasible | (r.abs().amax(1) > rb.o.constraint_tol)  # rows to move: broken, or off a held boundary
+        if not bool(on.any()):
+            return out.detach()
+        phi = 0.5 * (r * r).sum(1)
+        g, _ = safe_grads(phi.sum(), rb.X)
+        n2 = sum(t.reshape(t.shape[0], -1).pow(2).sum(1) for t in g.values())
+        assert isinstance(n2, torch.Tensor)
+        coef = torch.where((n2 > 0) & on, 2 * phi.detach() / n2.clamp(min=1e-300), torch.zeros_like(n2))
+        with torch.no_grad():
+            for k, t in rb.X.items():
+                gk = torch.nan_to_num(g[k], nan=0.0, posinf=0.0, neginf=0.0)
+                t.sub_(coef.reshape(-1, *([1] * (t.dim() - 1))) * gk)
+        batched_project_(rb.problem.variables, rb.X)
+    return None
 
 
 def _continue(
@@ -748,7 +921,7 @@ def _continue(
     X0 = {n: t.detach().clone() for n, t in rb.X.items()}
     n = F0.shape[0]
     le, lt = compare_matrices(S, F0)
-    dom = (le & lt).any(0)
+    dom = (le & lt).any(0) | ~rb.feasible.cpu().numpy()  # an infeasible predictor is corrected (or dropped)
     fate = np.where(dom, 0, 1)
     F, X = F0.copy(), {k: v.clone() for k, v in X0.items()}
     iters = o.refine_iters
@@ -764,7 +937,8 @@ def _continue(
 
     def correct(rows: np.ndarray) -> bool:
         """`iters` − 1 more steps and a final evaluation for `rows` (as many as the budget allows)."""
-        rows = rows[: max(0, (budget - rb.ev.count) // iters)]
+        per = iters + (_RESTORE_STEPS if rb.ev.constrained else 0)
+        rows = rows[: max(0, (budget - rb.ev.count) // per)]
         if rows.size == 0:
             return True
         sub = rb.subset(rows)
@@ -774,7 +948,7 @@ def _continue(
         F[rows] = Fc
         for k_, v in sub.X.items():
             X[k_][torch.as_tensor(rows, device=v.device)] = v.detach()
-        fate[rows] = 2
+        fate[rows] = np.where(sub.feasible.cpu().numpy(), 2, 0)  # a correction that ends infeasible is dropped
         return True
 
     first = np.union1d(np.flatnonzero(dom), sample)

@@ -35,6 +35,7 @@ from optlang.backends.multiobjective.common import (
     batched_init,
     batched_project_,
     cosine,
+    front_feasibility,
     front_info,
     front_rule,
     hv_reference,
@@ -489,6 +490,9 @@ class ParetoM3Options:
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
     front_finish_iters: int = 20  # at most this many finishing steps per solution
+    constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
+    front_exchange: bool = True  # stage 0: a ray restarts from an archived point that beats its achievement
+    front_exchange_tol: float = 1e-3  # ... by more than this (normalized achievement units)
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
     front_evals: int = 4000  # point-evaluation budget of the whole front; 0 = none
     front_stage0: float = 0.6  # at most this fraction of front_evals goes to stage 0 (the rays)
@@ -524,6 +528,8 @@ RANGES = {
     **dict.fromkeys(("rho_adapt", "y_mean", "eps", "front_ray_retries", "front_points", "front_evals"), ">=0"),
     **dict.fromkeys(("front_tol", "refine_iters", "front_verify_max", "front_predict_tol"), ">=0"),
     "front_finish_iters": ">=0",
+    "front_exchange_tol": ">=0",
+    "constraint_tol": ">0",
     **dict.fromkeys(("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts"), ">=0"),
     **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
     **dict.fromkeys(("rho_ramp", "front_ray_share", "front_stage0"), "(0,1]"),
@@ -590,7 +596,7 @@ class ParetoM3(Backend):
     option_choices = CHOICES
 
     def refuse(self, form: Any) -> str | None:
-        return refuse_multiobjective(form, self.kinds)
+        return refuse_multiobjective(form, self.kinds, front_constraints=True)
 
     def solve(self, problem: MultiObjectiveProblem, options: ParetoM3Options, ctx: RunContext) -> RawSolution:
         self.check_options(options)  # make_options checked them; options built by hand are checked here
@@ -774,9 +780,21 @@ class ParetoM3(Backend):
 
         names = [n for n, _ in problem.objectives]
         archive = Archive()
-        ev = BatchEval(problem, ctx, with_preference=False)
+        ev = BatchEval(problem, ctx, with_preference=False, with_constraints=True)
         fr = sweep(problem, o, ctx, archive, ev)
         Ff, pts = archive.front()
+        if Ff.size == 0:  # every evaluated point broke a general constraint (no proof that none exists)
+            return RawSolution(
+                status=ctx.stop_status(Status.ERROR) if fr.stopped == "time" else Status.ERROR,
+                values={},
+                iterations=fr.iterations,
+                history=list(ctx.history),
+                info={
+                    "error": f"no feasible point among the {fr.evaluations} evaluated (constraint_tol "
+                    f"{o.constraint_tol:g}); this is not a proof that none exists",
+                    "evaluations": int(fr.evaluations),
+                },
+            )
         ideal, nadir = fr.ideal, fr.nadir
         span = np.where(nadir - ideal > 1e-12, nadir - ideal, 1.0)
         knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))
@@ -793,6 +811,7 @@ class ParetoM3(Backend):
             "gaps": fr.gaps,
             "predicted": fr.predicted,
             "corrected": fr.corrected,
+            "exchanged": fr.exchanged,
             "stage0_iterations": fr.stage0_iterations,
             "evaluations": int(fr.evaluations),
             "evaluation_unit": "one point evaluation = the objective vector at one point, with or without its gradient",
@@ -809,6 +828,12 @@ class ParetoM3(Backend):
                 f"{Ff.shape[0]} front points, none dominates another",
             )
         }
+        if problem.constraints:
+            if pts is None:
+                checks["front_feasible"] = (False, "the front's points were not kept (too large): not re-checked")
+            else:
+                checks["front_feasible"] = front_feasibility(problem, pts, ev, o.constraint_tol)
+            info["constraint_scale"] = ev.scale.cpu().tolist() if ev.scale is not None else []
         return RawSolution(
             status=_status(fr.stopped, ctx),
             values=values,

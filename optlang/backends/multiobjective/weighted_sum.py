@@ -5,7 +5,9 @@ s_k(x) = Σ_i w_ki F_i(x) ("linear") or max_i w_ki (F_i(x) − z_i) ("chebyshev"
 of the initial sample) by projected Adam, all K at once. With a preference, the swept point of
 best preference is returned; without, the non-dominated points seen form the front. Linear
 weights cannot reach the inside of a concave front (ZDT2, DTLZ2): that is the baseline's known
-weakness, measured in benchmarks/multiobjective.py.
+weakness, measured in benchmarks/multiobjective.py. General constraints (front only) are the penalty
+method a user would write: a fixed exact penalty `penalty` · Σ scaled violations on each scalarization,
+and only points within `constraint_tol` archived.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from optlang.backends.multiobjective.common import (
     batched_init,
     batched_project_,
     cosine,
+    front_feasibility,
     front_info,
     front_rule,
     hv_reference,
@@ -50,6 +53,8 @@ class WeightedSumOptions:
     lr_final: float = 1e-3  # cosine decay to this fraction of lr
     scalarization: str = "linear"  # "linear" (weighted sum) | "chebyshev" (weighted max)
     front_max: int = 0  # points in info["front"]: 0 = all non-dominated seen; k > 0 = k kept by hypervolume
+    penalty: float = 1000.0  # general constraints (front): the exact penalty's weight on the scaled violations
+    constraint_tol: float = 1e-6  # ... and a point is feasible when every scaled violation is at most this
 
 
 class WeightedSum(Backend):
@@ -58,14 +63,22 @@ class WeightedSum(Backend):
     name = "weighted-sum"
     kinds = frozenset({"multiobjective"})
     summary = "scalarization sweep over simplex weights (projected Adam), best swept point or the swept front"
-    option_ranges = {"points": ">=1", "iters": ">=1", "lr": ">0", "lr_final": "[0,1]", "front_max": ">=0"}
+    option_ranges = {
+        "points": ">=1",
+        "iters": ">=1",
+        "lr": ">0",
+        "lr_final": "[0,1]",
+        "front_max": ">=0",
+        "penalty": ">0",
+        "constraint_tol": ">0",
+    }
     option_choices = {"scalarization": ("linear", "chebyshev")}
     priority = 60
     Options = WeightedSumOptions
     preload = ("torch._dynamo", "torch.func")  # first autograd/vmap use imports them (seconds)
 
     def refuse(self, form: Any) -> str | None:
-        return refuse_multiobjective(form, self.kinds)
+        return refuse_multiobjective(form, self.kinds, front_constraints=True)
 
     def solve(self, problem: MultiObjectiveProblem, options: WeightedSumOptions, ctx: RunContext) -> RawSolution:
         o = options
@@ -74,7 +87,7 @@ class WeightedSum(Backend):
         names = [n for n, _ in problem.objectives]
         W = torch.as_tensor(directions(o.points, m), dtype=ctx.dtype, device=ctx.device)
         K = W.shape[0]
-        ev = BatchEval(problem, ctx, with_preference=False)
+        ev = BatchEval(problem, ctx, with_preference=False, with_constraints=True)
         archive = Archive()
         X = batched_init(problem.variables, K, ctx)
         X = {k: v.requires_grad_(True) for k, v in X.items()}
@@ -89,19 +102,22 @@ class WeightedSum(Backend):
             if ctx.should_stop():
                 status = ctx.stop_status(Status.TIME_LIMIT)
                 break
-            F = ev(X)
+            out = ev(X)
+            F = out[:, :m]
             if not bool(torch.isfinite(F).all()):
                 status = Status.DIVERGED
                 X = {n: t.clone() for n, t in last.items()}
                 break
             last = {n: t.detach().clone() for n, t in X.items()}
-            archive.add(F.detach(), X)
+            pen = _archive_feasible(ev, archive, out, X, o.constraint_tol)
             if o.scalarization == "linear":
                 s = (W * F).sum(1)
             else:
                 if z is None:
                     z = F.detach().min(0).values - 1e-3 * (1 + F.detach().abs().max(0).values)
                 s = (W * (F - z)).max(1).values
+            if pen is not None:
+                s = s + o.penalty * pen
             g, _ = safe_grads(s.sum(), X)
             opt.step(
                 X,
@@ -113,8 +129,7 @@ class WeightedSum(Backend):
             if k % 25 == 0:
                 ctx.report(float(s.detach().mean()), None, iteration=k)
         with torch.no_grad():
-            Ffin = ev(X).detach()
-        archive.add(Ffin, X)
+            _archive_feasible(ev, archive, ev(X).detach(), X, o.constraint_tol)
         evals = ev.count
         info: dict[str, Any] = {
             "weights": int(K),
@@ -145,6 +160,12 @@ class WeightedSum(Backend):
                 info=info,
             )
         Ff, fpts = archive.front()
+        if Ff.size == 0:  # every evaluated point broke a general constraint
+            info["error"] = (
+                f"no feasible point among the {evals} evaluated (constraint_tol {o.constraint_tol:g}); "
+                "this is not a proof that none exists"
+            )
+            return RawSolution(Status.ERROR, {}, iterations=k, history=list(ctx.history), info=info)
         ideal, nadir = Ff.min(0), Ff.max(0)
         span = np.where(nadir > ideal, nadir - ideal, 1.0)
         knee = int(np.argmin((((Ff - ideal) / span) ** 2).sum(1)))
@@ -163,6 +184,12 @@ class WeightedSum(Backend):
             info["hypervolume"] = hypervolume(Ff, ref)
             info["hv_reference"] = ref.tolist()
         checks = {"front_nondominated": (bool(nondominated_mask(Ff).all()), f"{Ff.shape[0]} front points")}
+        if problem.constraints:
+            checks["front_feasible"] = (
+                front_feasibility(problem, fpts, ev, o.constraint_tol)
+                if fpts is not None
+                else (False, "the front's points were not kept (too large): not re-checked")
+            )
         return RawSolution(
             status=status,
             values=values,
@@ -172,3 +199,18 @@ class WeightedSum(Backend):
             info=info,
             checks=checks,
         )
+
+
+def _archive_feasible(ev: BatchEval, archive: Archive, out: Any, X: dict[str, Any], tol: float) -> Any:
+    """Archive the rows of `out` that keep the general constraints within `tol` (all rows without
+    constraints); returns the rows' penalties Σ scaled violations (None without constraints)."""
+    m = len(ev.fns)
+    if not ev.constrained:
+        archive.add(out[:, :m].detach(), X)
+        return None
+    V = ev.violations(out)
+    V = torch.where(torch.isfinite(V), V, torch.full_like(V, 1e6))
+    ok = V.detach().amax(1) <= tol
+    if bool(ok.any()):
+        archive.add(out[:, :m].detach()[ok], {k: v[ok] for k, v in X.items()})
+    return V.sum(1)
