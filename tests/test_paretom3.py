@@ -970,3 +970,20 @@ def test_weighted_sum_baseline_penalizes_constraints_and_keeps_feasible_points()
     assert F.shape[0] >= 5 and np.sqrt((X**2).sum(1)).min() >= 1 - 1e-5
     assert _check(res, "front_feasible")[0]
     assert hypervolume(F, [1.1, 1.1]) / (1.21 - math.pi / 4) > 0.75  # 0.83 (paretom3: 0.99)
+
+
+def test_constrained_front_with_an_equality_in_three_variables() -> None:
+    """sum(x) = −0.4 in [−1, 1]³ with three distance objectives: the rays only ever cross the equality
+    (an exact penalty's minimizer is on it, Adam's iterates beside it), so without the feasibility steps
+    at the end of stage 0 no point was ever feasible and the solve ended `error`."""
+    import optlang
+
+    text = (
+        "var x[3] in [-1, 1]\nminimize {\n  f1: sumsq(x - [0.5, -0.2, 0.1])\n  f2: sumsq(x - [-0.6, 0.4, 0.3])\n"
+        "  f3: sumsq(x - [0.1, 0.7, -0.8])\n}\nsubject to { sum(x) == -0.4 }\n"
+    )
+    res = optlang.parse(text).solve(seed=0, options={"front_evals": 1500})
+    assert res.status.has_solution, res.info.get("error")
+    X = np.array([np.ravel(p["values"]["x"]) for p in res.info["front"]])
+    assert X.shape[0] >= 50 and np.abs(X.sum(1) + 0.4).max() <= 2e-6
+    assert _check(res, "front_feasible")[0]

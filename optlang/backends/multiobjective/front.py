@@ -660,9 +660,13 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         if k % 25 == 0:
             ctx.report(float(ach.mean()), None, iteration=k)
     stage0 = k
-    # the solutions of stage 0 (their end points) and the normalization
-    with torch.no_grad():
-        out = ev(batch.X)
+    # the solutions of stage 0 (their end points) and the normalization; with general constraints the
+    # rays' end points first take the feasibility steps (an equality is otherwise only ever crossed)
+    got = _restore(batch, archive, _RESTORE_STEPS) if ev.constrained and stopped != "time" else None
+    if got is None:
+        with torch.no_grad():
+            got = ev(batch.X)
+    out = got
     feasible = _archive(batch, archive, out, batch.X)
     if ev.constrained and not bool(feasible.all()) and z is not None and s is not None and archive.all().size:
         # a ray that ends infeasible takes the archived (feasible) point of its sector that is best for it
