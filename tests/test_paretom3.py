@@ -916,6 +916,16 @@ def test_constrained_front_with_an_equality() -> None:
     assert hypervolume(F, [1.1, 1.1]) / 0.71 > 0.99  # 1.21 − 0.5: the box above the segment
 
 
+def test_constrained_front_says_the_slsqp_rays_did_not_run() -> None:
+    import optlang
+
+    res = optlang.parse(QUARTER_CIRCLE).solve(seed=0, options={"front_solver": "slsqp", "front_evals": 600})
+    assert res.info["rays"].startswith("adam (") and "general constraints" in res.info["rays"]
+    assert optlang.parse(QUARTER_CIRCLE.split("subject")[0]).solve(
+        seed=0, options={"front_solver": "slsqp", "front_evals": 600}
+    ).info["rays"] == "slsqp"
+
+
 def test_constrained_front_without_a_feasible_point_is_an_error_not_a_proof() -> None:
     import optlang
 

@@ -817,6 +817,7 @@ class ParetoM3(Backend):
             "evaluation_unit": "one point evaluation = the objective vector at one point, with or without its gradient",
             "stopped": fr.stopped,
             "vmap": bool(ev.vmap_ok),
+            "rays": _rays_used(problem, o),
         }
         if len(names) <= 3 and Ff.shape[0]:
             ref = hv_reference(Ff)
@@ -843,6 +844,20 @@ class ParetoM3(Backend):
             info=info,
             checks=checks,
         )
+
+
+def _rays_used(problem: MultiObjectiveProblem, o: ParetoM3Options) -> str:
+    """Which stage-0 rays ran, and why not the SLSQP ones when they were asked for."""
+    from optlang.backends.multiobjective.front import front_directions
+
+    if front_directions(problem, o)[1]:
+        return "slsqp"
+    if o.front_solver == "slsqp":
+        return (
+            "adam (front_solver 'slsqp' takes box or free variables, at most polish_max_dim scalars and no "
+            "general constraints)"
+        )
+    return "adam"
 
 
 def _status(stopped: str, ctx: RunContext) -> Status:
