@@ -45,7 +45,6 @@ class BatchEval:
         self.scale: torch.Tensor | None = None  # per constraint column: 1 + max |g| over the first batch
         self.eq: torch.Tensor | None = None  # per constraint column: an equality
         self._con_sizes: list[int] = []
-        self.rho0 = 100.0  # the exact penalty's starting weight (front.py raises it where rays stay infeasible)
         self.device = str(ctx.device)
         self.vmap_ok: bool | None = None
         self.count = 0
@@ -76,6 +75,11 @@ class BatchEval:
             flags = [torch.full((n,), q == "==", device=G.device) for q, n in zip(senses, self._con_sizes, strict=True)]
             self.eq = torch.cat(flags)
         return torch.where(self.eq, G.abs(), G.clamp(min=0)) / self.scale
+
+    def finite_violations(self, out: torch.Tensor) -> torch.Tensor:
+        """`violations`, a non-finite one counted as far outside (1e6): a penalty's terms, and never feasible."""
+        V = self.violations(out)
+        return torch.where(torch.isfinite(V), V, torch.full_like(V, 1e6))
 
     def residuals(self, out: torch.Tensor, margin: float, held: torch.Tensor | None = None) -> torch.Tensor:
         """(B, c) what a feasibility step drives to zero: g/scale for equalities and for the inequalities
@@ -409,23 +413,57 @@ def nan_to_zero(g: torch.Tensor) -> torch.Tensor:
     return torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)
 
 
+def archive_feasible(
+    archive: Archive,
+    ev: BatchEval,
+    out: torch.Tensor,
+    X: dict[str, torch.Tensor],
+    tol: float,
+    V: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Archive the rows of `out` (ev's evaluation of the points X) whose general constraints hold within
+    `tol` (every row when there are none; `V`: their `finite_violations`, when already computed);
+    returns the (B,) mask of those rows."""
+    m = len(ev.fns)
+    F = out[:, :m].detach()
+    if not ev.constrained:
+        archive.add(F, X)
+        return torch.ones(F.shape[0], dtype=torch.bool, device=F.device)
+    V = ev.finite_violations(out.detach()) if V is None else V
+    ok = V.amax(1) <= tol if V.shape[1] else torch.ones(F.shape[0], dtype=torch.bool, device=F.device)
+    if bool(ok.any()):
+        archive.add(F[ok], {k: v[ok] for k, v in X.items()})
+    return ok
+
+
+def no_feasible_point(evaluations: int, tol: float) -> str:
+    """The `error` of a constrained front that never saw a feasible point."""
+    return (
+        f"no feasible point among the {evaluations} evaluated (constraint_tol {tol:g}); this is not a proof "
+        "that none exists"
+    )
+
+
 def front_feasibility(
-    problem: MultiObjectiveProblem, pts: dict[str, np.ndarray], ev: BatchEval, tol: float
+    problem: MultiObjectiveProblem, pts: dict[str, np.ndarray] | None, ev: BatchEval, tol: float
 ) -> tuple[bool, str]:
     """The `front_feasible` check: every front point's general constraints re-evaluated in float64 on the
     CPU from the model's own functions, each violation scaled as the solve scaled it (`ev.scale`), at
-    most `tol` plus 100 ulps of the solve's dtype (a float32 solve admits points by float32 values)."""
+    most `tol` plus 100 ulps of the solve's dtype (a float32 solve admits points by float32 values).
+    Fails when the points were not kept (`pts` None: too large a front)."""
     from optlang.backends.base import RunContext
 
+    if pts is None:
+        return False, "the front's points were not kept (too large): not re-checked"
     ctx64 = RunContext(device="cpu", dtype="float64")
     ev64 = BatchEval(problem, ctx64, with_preference=False, with_constraints=True)
+    ev64.scale = ev.scale.to("cpu", torch.float64) if ev.scale is not None else None
     n = next(iter(pts.values())).shape[0]
     worst = 0.0
     for i0 in range(0, n, 4096):
         X = {k: torch.as_tensor(v[i0 : i0 + 4096], dtype=torch.float64) for k, v in pts.items()}
         with torch.no_grad():
             out = ev64(X)
-        ev64.scale = ev.scale.to("cpu", torch.float64) if ev.scale is not None else None
         V = ev64.violations(out)
         worst = max(worst, float(V.max()) if V.numel() else 0.0)
     eps = float(torch.finfo(torch.float32 if ev.scale is None else ev.scale.dtype).eps)

@@ -57,7 +57,7 @@ else:
 # the nadir is still moving, and an end ray restarted in a sector of a wrong normalization does not get
 # back to its end (ZDT1's f2 end, test_front_mode_zdt1)
 _EXCHANGE_AXES_FROM = 0.5
-
+_RHO0 = 100.0  # the exact penalty's starting weight: an axis ray's achievement slope is up to 1/δ = 100
 
 
 @dataclass
@@ -93,21 +93,15 @@ def achievement(q: torch.Tensor, W: torch.Tensor, o: Any) -> torch.Tensor:
     return tau * torch.logsumexp(q / W / tau, dim=-1) + o.front_alpha * q.sum(-1)
 
 
-def _archive(batch: Any, archive: Any, out: torch.Tensor, X: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Archive the rows of `out` (an evaluation of the points X) that satisfy the general constraints
-    within `constraint_tol` (every row when there are none); records and returns their mask in
-    `batch.feasible`."""
-    F = out[:, : batch.m].detach()
-    if not batch.ev.constrained:
-        batch.feasible = torch.ones(F.shape[0], dtype=torch.bool, device=F.device)
-        archive.add(F, X)
-        return batch.feasible
-    V = batch.ev.violations(out.detach())
-    ok = torch.isfinite(V).all(1) & (V.amax(1) <= batch.o.constraint_tol if V.shape[1] else True)
-    batch.feasible = ok
-    if bool(ok.any()):
-        archive.add(F[ok], {k: v[ok] for k, v in X.items()})
-    return ok
+def _archive(
+    batch: Any, archive: Any, out: torch.Tensor, X: dict[str, torch.Tensor], V: torch.Tensor | None = None
+) -> torch.Tensor:
+    """`common.archive_feasible` for a batch: the mask of the rows that keep the general constraints is
+    also recorded in `batch.feasible`."""
+    from optlang.backends.multiobjective.common import archive_feasible
+
+    batch.feasible = archive_feasible(archive, batch.ev, out, X, batch.o.constraint_tol, V)
+    return batch.feasible
 
 
 class _Batch:
@@ -122,6 +116,7 @@ class _Batch:
         o: Any,
         ctx: RunContext,
         lr: float,
+        rho0: float = _RHO0,
     ) -> None:
         from optlang.backends.multiobjective.common import ProjectedAdam, variable_scale
 
@@ -133,7 +128,7 @@ class _Batch:
         self.m = W.shape[1]
         B = W.shape[0]
         # general constraints: each row's exact-penalty weight, and what its last evaluation found
-        self.rho = torch.full((B,), float(ev.rho0), dtype=ctx.dtype, device=ctx.device)
+        self.rho = torch.full((B,), float(rho0), dtype=ctx.dtype, device=ctx.device)
         self.pen = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
         self.feasible = torch.ones(B, dtype=torch.bool, device=ctx.device)
         self.active: torch.Tensor | None = None  # (B, c): constraints held as equalities by `_restore`
@@ -146,20 +141,15 @@ class _Batch:
         if not bool(torch.isfinite(F.detach()).all()):
             return None
         ach = achievement((F - z) / s, self.W, self.o)
+        V = None
         if self.ev.constrained:  # the exact penalty ρ Σ (scaled violations); only feasible points are archived
-            pen = self.penalty(out)
-            ach = ach + self.rho * pen
-        _archive(self, archive, out, self.X)  # before the step: F belongs to these points
+            V = self.ev.finite_violations(out)
+            self.pen = V.sum(1).detach()
+            self.active = V.detach() > self.o.constraint_tol  # the constraints this evaluation found broken
+            ach = ach + self.rho * V.sum(1)
+            V = V.detach()
+        _archive(self, archive, out, self.X, V)  # before the step: F belongs to these points
         return F, ach
-
-    def penalty(self, out: torch.Tensor) -> torch.Tensor:
-        """Σ of the scaled violations of each row of `out` (0 where the constraints hold; a row whose
-        constraint values are not finite counts as far outside); records it and the rows' feasibility."""
-        V = self.ev.violations(out)
-        V = torch.where(torch.isfinite(V), V, torch.full_like(V, 1e6))
-        self.pen = V.sum(1).detach()
-        self.active = V.detach() > self.o.constraint_tol  # the constraints this evaluation found broken
-        return V.sum(1)
 
     def grow_penalty(self) -> None:
         """Double ρ of the rows whose last point was infeasible (at most 1e6): the exact penalty holds a
@@ -650,8 +640,8 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
                 break
             prev_ach = ach
             if o.front_exchange and k + 10 <= iters0:
-                plain = achievement((F - z) / s, batch.W, o)
                 if prev_F is not None:  # what each ray gained by itself over its last 10 iterations
+                    plain = achievement((F - z) / s, batch.W, o)
                     gained = (achievement((prev_F - z) / s, batch.W, o) - plain).clamp(min=0)
                     axes = k >= _EXCHANGE_AXES_FROM * iters0
                     ach_now = plain + batch.rho * batch.pen  # an infeasible ray's penalty counts against it
@@ -662,11 +652,10 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     stage0 = k
     # the solutions of stage 0 (their end points) and the normalization; with general constraints the
     # rays' end points first take the feasibility steps (an equality is otherwise only ever crossed)
-    got = _restore(batch, archive, _RESTORE_STEPS) if ev.constrained and stopped != "time" else None
-    if got is None:
+    out = _restore(batch, archive, _RESTORE_STEPS) if ev.constrained and stopped != "time" else None
+    if out is None:
         with torch.no_grad():
-            got = ev(batch.X)
-    out = got
+            out = ev(batch.X)
     feasible = _archive(batch, archive, out, batch.X)
     if ev.constrained and not bool(feasible.all()) and z is not None and s is not None and archive.all().size:
         # a ray that ends infeasible takes the archived (feasible) point of its sector that is best for it
@@ -675,14 +664,15 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             with torch.no_grad():
                 out = ev(batch.X)
             feasible = _archive(batch, archive, out, batch.X)
-    ev.rho0 = float(batch.rho.max())  # the refinement's correctors start from the largest weight stage 0 needed
     Fend = out[:, :m]
     z, s = _normalization(archive, Fend, None, ctx, feasible)
     SF = Fend.detach().cpu().numpy().astype(np.float64)  # the solutions: objective vectors and points
     ok = np.all(np.isfinite(SF), axis=1) & feasible.cpu().numpy()
     SF = SF[ok]
     SX = {n: t.detach().clone()[torch.as_tensor(ok, device=t.device)] for n, t in batch.X.items()}
-    run = _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget)
+    # the refinement's correctors start from the largest penalty weight stage 0 needed
+    rho = float(batch.rho.max())
+    run = _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget, rho0=rho)
     run.exchanged = exchanged
     return run
 
@@ -703,9 +693,11 @@ def _refine(
     stopped: str,
     budget: int,
     complete: bool = True,
+    rho0: float = _RHO0,
 ) -> FrontRun:
     """The refinement rounds from the stage-0 solutions SF (objective vectors) and SX (points);
-    `complete` False (stage 0 cut before every ray was solved): the sweep ends "limit", never "converged"."""
+    `complete` False (stage 0 cut before every ray was solved): the sweep ends "limit", never "converged";
+    `rho0`: the correctors' starting penalty weight (general constraints)."""
     m = len(problem.objectives)
     nd_mask = nondominated_mask(SF)
     fresh_from = 0
@@ -753,7 +745,7 @@ def _refine(
         Wn = np.maximum(0.5 * (Q[ia] + Q[ib]), 0.0)
         Wn = Wn / np.maximum(Wn.sum(1, keepdims=True), 1e-12)
         spent0 = ev.count
-        rb = _Batch(problem, ev, Xn, Wn, o, ctx, o.front_lr * o.refine_lr)
+        rb = _Batch(problem, ev, Xn, Wn, o, ctx, o.front_lr * o.refine_lr, rho0)
         Fn, Xk, fate, bad = _continue(rb, z, s, archive, SF[nd], budget, o, ctx)
         refinements += 1
         if fate is None:  # time limit or non-finite objectives
@@ -776,7 +768,7 @@ def _refine(
         nd_mask = nondominated_mask(SF)
         z, s = _normalization(archive, SF, nd_mask, ctx)
     if stopped == "converged" and o.front_finish and SF.shape[0]:
-        SF, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget)
+        SF, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, rho0)
         if not finished:
             stopped = "time" if ctx.should_stop() else "diverged"
     if stopped == "converged" and (not complete or SF.shape[0] == 0):
@@ -810,6 +802,7 @@ def _finish(
     z: torch.Tensor,
     s: torch.Tensor,
     budget: int,
+    rho0: float = _RHO0,
 ) -> tuple[np.ndarray, bool]:
     """Spend what the budget has left on the resolved front: each non-dominated solution descends its
     own ray (the direction of its normalized objectives) a few more steps, all as one batch.
@@ -827,7 +820,7 @@ def _finish(
     W = np.maximum((SF[nd] - zn) / sn, 0.0)
     W = W / np.maximum(W.sum(1, keepdims=True), 1e-12)
     ti = torch.as_tensor(nd, device=ctx.device)
-    rb = _Batch(problem, ev, {n: t[ti] for n, t in SX.items()}, W, o, ctx, o.front_lr * o.refine_lr)
+    rb = _Batch(problem, ev, {n: t[ti] for n, t in SX.items()}, W, o, ctx, o.front_lr * o.refine_lr, rho0)
     Fc = _descend(rb, iters, z, s, archive, ctx)
     if Fc is None:
         return SF, False
@@ -878,10 +871,11 @@ def _restore(rb: _Batch, archive: Any, steps: int, held: torch.Tensor | None = N
 
     for i in range(steps):
         out = rb.ev(rb.X)
-        _archive(rb, archive, out, rb.X)
+        V = rb.ev.finite_violations(out.detach())
+        _archive(rb, archive, out, rb.X, V)
         if i == 0:  # a constraint broken now is held as an equality: Newton on a curved boundary lands
             # beside it on the feasible side ((1 − r)²/2r off a circle of radius 1 from radius r), not on it
-            broken = rb.ev.violations(out.detach()) > rb.o.constraint_tol
+            broken = V > rb.o.constraint_tol
             held = broken if held is None else held | broken
         r = rb.ev.residuals(out, 0.5 * rb.o.constraint_tol, held)
         r = torch.where(torch.isfinite(r), r, torch.zeros_like(r))

@@ -41,6 +41,7 @@ from optlang.backends.multiobjective.common import (
     hv_reference,
     min_norm_faces,
     nan_to_zero,
+    no_feasible_point,
     nudge,
     refuse_multiobjective,
     safe_grads,
@@ -728,16 +729,18 @@ class ParetoM3(Backend):
         status = Status.CONVERGED if polished else _status(run.stopped, ctx)
         if status.has_solution and not ok[best] and status == Status.CONVERGED:
             status = Status.FEASIBLE
+        if polished:
+            returned = "polished"
+        elif chosen:
+            returned = "polished, not certified (weakly Pareto by the merit test, better φ than the loop's point)"
+        else:
+            returned = "y (dominating point of x)" if use_y[best] else "x"
         info: dict[str, Any] = {
             "preference": float(phi[best]),
             "objectives": {n: float(F[best, j]) for j, n in enumerate(names)},
             "merit": float(u_p[best]),
             "merit_of_x": float(u_x[best]),
-            "returned": "polished"
-            if polished
-            else "polished, not certified (weakly Pareto by the merit test, better φ than the loop's point)"
-            if chosen
-            else ("y (dominating point of x)" if use_y[best] else "x"),
+            "returned": returned,
             "stationarity": float(chosen["r"].stationarity) if chosen else None,
             "kkt_residual": float(chosen["r"].residual) if chosen else None,
             "polish_attempts": pol_evals[1],
@@ -789,11 +792,7 @@ class ParetoM3(Backend):
                 values={},
                 iterations=fr.iterations,
                 history=list(ctx.history),
-                info={
-                    "error": f"no feasible point among the {fr.evaluations} evaluated (constraint_tol "
-                    f"{o.constraint_tol:g}); this is not a proof that none exists",
-                    "evaluations": int(fr.evaluations),
-                },
+                info={"error": no_feasible_point(fr.evaluations, o.constraint_tol), "evaluations": int(fr.evaluations)},
             )
         ideal, nadir = fr.ideal, fr.nadir
         span = np.where(nadir - ideal > 1e-12, nadir - ideal, 1.0)
@@ -830,10 +829,7 @@ class ParetoM3(Backend):
             )
         }
         if problem.constraints:
-            if pts is None:
-                checks["front_feasible"] = (False, "the front's points were not kept (too large): not re-checked")
-            else:
-                checks["front_feasible"] = front_feasibility(problem, pts, ev, o.constraint_tol)
+            checks["front_feasible"] = front_feasibility(problem, pts, ev, o.constraint_tol)
             info["constraint_scale"] = ev.scale.cpu().tolist() if ev.scale is not None else []
         return RawSolution(
             status=_status(fr.stopped, ctx),
@@ -848,9 +844,9 @@ class ParetoM3(Backend):
 
 def _rays_used(problem: MultiObjectiveProblem, o: ParetoM3Options) -> str:
     """Which stage-0 rays ran, and why not the SLSQP ones when they were asked for."""
-    from optlang.backends.multiobjective.front import front_directions
+    from optlang.backends.multiobjective.front import rayable
 
-    if front_directions(problem, o)[1]:
+    if o.front_solver == "slsqp" and rayable(problem, o.polish_max_dim):
         return "slsqp"
     if o.front_solver == "slsqp":
         return (

@@ -22,6 +22,7 @@ from optlang.backends.multiobjective.common import (
     Archive,
     BatchEval,
     ProjectedAdam,
+    archive_feasible,
     batched_init,
     batched_project_,
     cosine,
@@ -29,6 +30,7 @@ from optlang.backends.multiobjective.common import (
     front_info,
     front_rule,
     hv_reference,
+    no_feasible_point,
     refuse_multiobjective,
     safe_grads,
     variable_scale,
@@ -109,15 +111,16 @@ class WeightedSum(Backend):
                 X = {n: t.clone() for n, t in last.items()}
                 break
             last = {n: t.detach().clone() for n, t in X.items()}
-            pen = _archive_feasible(ev, archive, out, X, o.constraint_tol)
+            V = ev.finite_violations(out) if ev.constrained else None
+            archive_feasible(archive, ev, out, X, o.constraint_tol, None if V is None else V.detach())
             if o.scalarization == "linear":
                 s = (W * F).sum(1)
             else:
                 if z is None:
                     z = F.detach().min(0).values - 1e-3 * (1 + F.detach().abs().max(0).values)
                 s = (W * (F - z)).max(1).values
-            if pen is not None:
-                s = s + o.penalty * pen
+            if V is not None:
+                s = s + o.penalty * V.sum(1)
             g, _ = safe_grads(s.sum(), X)
             opt.step(
                 X,
@@ -129,7 +132,7 @@ class WeightedSum(Backend):
             if k % 25 == 0:
                 ctx.report(float(s.detach().mean()), None, iteration=k)
         with torch.no_grad():
-            _archive_feasible(ev, archive, ev(X).detach(), X, o.constraint_tol)
+            archive_feasible(archive, ev, ev(X), X, o.constraint_tol)
         evals = ev.count
         info: dict[str, Any] = {
             "weights": int(K),
@@ -161,10 +164,7 @@ class WeightedSum(Backend):
             )
         Ff, fpts = archive.front()
         if Ff.size == 0:  # every evaluated point broke a general constraint
-            info["error"] = (
-                f"no feasible point among the {evals} evaluated (constraint_tol {o.constraint_tol:g}); "
-                "this is not a proof that none exists"
-            )
+            info["error"] = no_feasible_point(evals, o.constraint_tol)
             return RawSolution(Status.ERROR, {}, iterations=k, history=list(ctx.history), info=info)
         ideal, nadir = Ff.min(0), Ff.max(0)
         span = np.where(nadir > ideal, nadir - ideal, 1.0)
@@ -185,11 +185,7 @@ class WeightedSum(Backend):
             info["hv_reference"] = ref.tolist()
         checks = {"front_nondominated": (bool(nondominated_mask(Ff).all()), f"{Ff.shape[0]} front points")}
         if problem.constraints:
-            checks["front_feasible"] = (
-                front_feasibility(problem, fpts, ev, o.constraint_tol)
-                if fpts is not None
-                else (False, "the front's points were not kept (too large): not re-checked")
-            )
+            checks["front_feasible"] = front_feasibility(problem, fpts, ev, o.constraint_tol)
         return RawSolution(
             status=status,
             values=values,
@@ -199,18 +195,3 @@ class WeightedSum(Backend):
             info=info,
             checks=checks,
         )
-
-
-def _archive_feasible(ev: BatchEval, archive: Archive, out: Any, X: dict[str, Any], tol: float) -> Any:
-    """Archive the rows of `out` that keep the general constraints within `tol` (all rows without
-    constraints); returns the rows' penalties Σ scaled violations (None without constraints)."""
-    m = len(ev.fns)
-    if not ev.constrained:
-        archive.add(out[:, :m].detach(), X)
-        return None
-    V = ev.violations(out)
-    V = torch.where(torch.isfinite(V), V, torch.full_like(V, 1e6))
-    ok = V.detach().amax(1) <= tol
-    if bool(ok.any()):
-        archive.add(out[:, :m].detach()[ok], {k: v[ok] for k, v in X.items()})
-    return V.sum(1)
