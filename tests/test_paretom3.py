@@ -25,14 +25,7 @@ from optlang.backends.multiobjective.weighted_sum import WeightedSum, WeightedSu
 from optlang.errors import OptionError
 from optlang.problem import Constraint, Domain, MultiObjectiveProblem, TorchFunction, Variable
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one torch thread avoids thread-pool stalls on a loaded machine (restored after)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def sq_dist(point: np.ndarray) -> TorchFunction:
@@ -761,17 +754,25 @@ def test_a_kink_at_the_end_of_the_pareto_set_is_not_claimed_at_the_other_end() -
 
 
 def test_a_critical_polish_that_cannot_be_certified_is_still_returned_when_better() -> None:
-    """f1 = (x − 0.97)⁴, f2 = e^(x − 1.18): the Pareto set is [-3, 0.97] and (x − 1.88)² prefers its end
-    0.97, where the critical set's linearization vanishes (f1'' = 0) and the polish's stationarity
-    cannot certify it. The polished point is critical and weakly Pareto and better in φ than the loop's
-    (x ≈ 0.895 after 800 iterations): it is returned, without the `converged` claim."""
+    """f1 = (x − 0.97)⁴ + y², f2 = e^(x − 1.18) + y²: the Pareto set is y = 0, x ∈ [-3, 0.97] and
+    (x − 1.88)² + y² prefers its end (0.97, 0), where the critical set's linearization vanishes
+    (f1'' = 0) and the polish's stationarity cannot certify it. The polished point is critical and
+    weakly Pareto and better in φ than the loop's: it is returned, without the `converged` claim.
+    With x alone (no y) the one-variable zoom and test certify the same end (tests/test_scalar1d.py)."""
     import optlang
 
-    text = "var x in [-3, 3]\nminimize {\n  f1: (x - 0.97)^4\n  f2: exp(x - 1.18)\n}\nprefer (x - 1.88)^2"
+    text = (
+        "var x in [-3, 3]\nvar y in [-1, 1]\nminimize {\n  f1: (x - 0.97)^4 + y^2\n  f2: exp(x - 1.18) + y^2\n}\n"
+        "prefer (x - 1.88)^2 + y^2"
+    )
     res = optlang.parse(text).solve(seed=0, options={"iters": 200})
-    assert abs(float(res.values["x"]) - 0.97) < 1e-5
+    assert abs(float(res.values["x"]) - 0.97) < 1e-5 and abs(float(res.values["y"])) < 1e-6
     assert res.status.value == "iteration_limit" and res.info["returned"].startswith("polished, not certified")
     assert all(c.passed for c in res.checks)
+    alone = text.replace("var y in [-1, 1]\n", "").replace(" + y^2", "")
+    one = optlang.parse(alone).solve(seed=0, options={"iters": 200})
+    assert one.status.value == "converged" and one.info["returned"].startswith("zoomed and certified")
+    assert abs(float(one.values["x"]) - 0.97) < 1e-9
 
 
 def test_archive_starts_are_the_seen_points_of_least_preference() -> None:

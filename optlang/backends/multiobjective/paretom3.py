@@ -53,6 +53,7 @@ from optlang.backends.multiobjective.metrics import (
     strictly_dominating_count,
 )
 from optlang.backends.multiobjective.polish import polish, polishable
+from optlang.backends.multiobjective.scalar1d import certify_scalar, scalar_applies
 from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem, TorchFunction, Variable
@@ -638,6 +639,7 @@ class ParetoM3(Backend):
         uncertified: dict[str, Any] = {}
         pol_evals = [0, 0]  # point evaluations spent polishing, attempts
         use_polish = o.polish and polishable(problem, o.polish_max_dim)
+        one_scalar = scalar_applies(problem)
 
         def try_polish(start: dict[str, np.ndarray]) -> bool:
             """Polish from `start`; keep it when stationary and weakly Pareto by the inner merit."""
@@ -645,19 +647,41 @@ class ParetoM3(Backend):
                 return False
             r = polish(problem, start, o.polish_max_dim, stop=ctx.should_stop)
             pol_evals[1] += 1
-            if r is None:
-                return False
-            pol_evals[0] += r.evaluations
-            if not (r.residual <= o.stat_tol and r.stationarity <= o.stat_tol):
-                phi_r = float(preference.value(r.values))
-                if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
-                    uncertified.update(r=r, phi=phi_r)
-                return False
+            if r is not None:
+                pol_evals[0] += r.evaluations
+            if r is None or not (r.residual <= o.stat_tol and r.stationarity <= o.stat_tol):
+                if r is not None:
+                    phi_r = float(preference.value(r.values))
+                    if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
+                        uncertified.update(r=r, phi=phi_r)
+                # one scalar variable: a kink or a degenerate end at the answer has no smooth
+                # Pareto-critical solution; the zoom and the one-sided test decide instead
+                return one_scalar and try_scalar([start] + ([r.values] if r is not None else []))
             passed, u, _ = merit_of(r.values)
             if not passed:
                 return False
-            polished.update(r=r, u=u)
+            polished.update(r=r, u=u, how="polish")
             return True
+
+        def try_scalar(starts: list[dict[str, np.ndarray]]) -> bool:
+            """The one-variable zoom and test (scalar1d) from each start in turn; kept when it passes and
+            the merit test finds the point weakly Pareto."""
+            name = problem.variables[0].name
+            for start in starts:
+                x0 = float(np.asarray(start[name], dtype=np.float64).ravel()[0])
+                if not np.isfinite(x0) or ctx.should_stop():
+                    continue
+                c = certify_scalar(problem, x0)
+                if c is None:
+                    continue
+                pol_evals[0] += c.evaluations
+                if not c.passed:
+                    continue
+                passed, u, _ = merit_of(c.values)
+                if passed:
+                    polished.update(r=c, u=u, how="scalar")
+                    return True
+            return False
 
         def merit_of(values: dict[str, np.ndarray]) -> tuple[bool, float, np.ndarray]:
             """(weakly Pareto by the inner merit, u, F) of one point."""
@@ -729,7 +753,10 @@ class ParetoM3(Backend):
         status = Status.CONVERGED if polished else _status(run.stopped, ctx)
         if status.has_solution and not ok[best] and status == Status.CONVERGED:
             status = Status.FEASIBLE
-        if polished:
+        scalar = polished.get("how") == "scalar"
+        if scalar:
+            returned = "zoomed and certified by the one-variable test (one scalar variable: a kink or degenerate end)"
+        elif polished:
             returned = "polished"
         elif chosen:
             returned = "polished, not certified (weakly Pareto by the merit test, better φ than the loop's point)"
@@ -741,8 +768,8 @@ class ParetoM3(Backend):
             "merit": float(u_p[best]),
             "merit_of_x": float(u_x[best]),
             "returned": returned,
-            "stationarity": float(chosen["r"].stationarity) if chosen else None,
-            "kkt_residual": float(chosen["r"].residual) if chosen else None,
+            "stationarity": float(chosen["r"].stationarity) if chosen and not scalar else None,
+            "kkt_residual": float(chosen["r"].residual) if chosen and not scalar else None,
             "polish_attempts": pol_evals[1],
             "dominated_by_seen": n_dom,
             "points_seen": archive.seen,
@@ -754,6 +781,8 @@ class ParetoM3(Backend):
             "vmap": bool(loop.evy.vmap_ok),
             "starts": B,
         }
+        if scalar:
+            info["certificate"] = polished["r"].detail
         checks = {
             "weak_pareto_merit": (
                 bool(ok[best]),
