@@ -70,8 +70,15 @@ def _pow_case(rng: np.random.Generator) -> list[Case]:
     ]
 
 
-# samplers for atoms whose shape rule is specific to them
+def _unit_case(rng: np.random.Generator) -> list[Case]:
+    """Inside (−1, 1), the domain of asin and acos."""
+    return [((rng.uniform(-0.95, 0.95, 7),), {}), ((rng.uniform(-0.95, 0.95, (3, 4)),), {})]
+
+
+# samplers for atoms whose shape rule is specific to them (or whose domain is)
 SAMPLERS: dict[str, Callable[[np.random.Generator], list[Case]]] = {
+    "asin": _unit_case,
+    "acos": _unit_case,
     "matmul": lambda r: [
         ((r.standard_normal((4, 3)), r.standard_normal(3)), {}),
         ((r.standard_normal((4, 3)), r.standard_normal((3, 2))), {}),

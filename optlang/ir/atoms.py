@@ -708,8 +708,27 @@ _unary(
     degree=deg_square_first,
     ising=qf.square,
 )
-_unary("sin", np.sin, lambda a: a.sin(), "sine, elementwise (radians)", no_cvxpy=NO_DCP)
-_unary("cos", np.cos, lambda a: a.cos(), "cosine, elementwise (radians)", no_cvxpy=NO_DCP)
+# the trigonometric and hyperbolic functions: no DCP form; (name, numpy, torch method, doc, LaTeX, other names)
+_TRIG: tuple[tuple[str, Callable[..., Any], str, str, str, tuple[str, ...]], ...] = (
+    ("sin", np.sin, "sin", "sine, elementwise (radians)", r"\sin", ()),
+    ("cos", np.cos, "cos", "cosine, elementwise (radians)", r"\cos", ()),
+    ("tan", np.tan, "tan", "tangent, elementwise (radians)", r"\tan", ()),
+    ("asin", np.arcsin, "asin", "arcsine, elementwise (radians; NaN outside [-1, 1])", r"\arcsin", ("arcsin",)),
+    ("acos", np.arccos, "acos", "arccosine, elementwise (radians; NaN outside [-1, 1])", r"\arccos", ("arccos",)),
+    ("atan", np.arctan, "atan", "arctangent, elementwise (radians)", r"\arctan", ("arctan",)),
+    ("sinh", np.sinh, "sinh", "hyperbolic sine, elementwise", r"\sinh", ()),
+    ("cosh", np.cosh, "cosh", "hyperbolic cosine, elementwise", r"\cosh", ()),
+)
+for _name, _np_fn, _method, _doc, _tex, _other in _TRIG:
+    _unary(
+        _name,
+        _np_fn,
+        lambda a, method=_method: getattr(a, method)(),
+        _doc,
+        latex=_tex + r"\left(${args}\right)",
+        no_cvxpy=NO_DCP,
+        elsewhere=_other,
+    )
 _unary(
     "tanh",
     np.tanh,
@@ -746,6 +765,17 @@ _atom(
     "elementwise maximum of two arrays",
     cvx=lambda a, b: _cp().maximum(a, b),
     ising=None,
+)
+_atom(
+    "atan2",
+    (2, 2),
+    lambda t, s, sp_: elementwise(t, s, sp_, "atan2"),
+    lambda y, x: np.arctan2(_dense(y), _dense(x)),
+    lambda y, x: _torch().atan2(*_tpair(y, x)),
+    "atan2(y, x): the angle of the point (x, y) in (−π, π], elementwise",
+    ising=None,
+    no_cvxpy=NO_DCP,
+    elsewhere=("arctan2",),
 )
 _atom(
     "minimum",
