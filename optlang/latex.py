@@ -5,7 +5,7 @@ from __future__ import annotations
 from string import Template
 from typing import TYPE_CHECKING
 
-from optlang.ir.atoms import ATOMS, SUM
+from optlang.ir.atoms import ATOMS, CONSTANTS, SUM
 from optlang.ir.nodes import Const, Node, Op, Var
 
 if TYPE_CHECKING:
@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 def expr_latex(n: Node) -> str:
     """An expression as LaTeX; each atom's template is its AtomSpec's `latex` (ir/atoms.py)."""
     if isinstance(n, Const):
+        if n.label in CONSTANTS and n.value == CONSTANTS[n.label][0]:
+            return CONSTANTS[n.label][1]
         if n.label:
             return n.label.replace("_", r"\_")
         v = n.value

@@ -95,6 +95,12 @@ def test_functions_highlighted_only_when_called() -> None:
     assert ("sum", "support.function.optlang") in _tm_scopes("let a = sum(x)")
 
 
+def test_named_constants_highlighted_as_whole_words() -> None:
+    toks = dict((v, t) for t, v in OptlangLexer().get_tokens("let a = pi * pipe\n"))
+    assert toks["pi"] in Name.Constant and toks["pipe"] is Name
+    assert ("pi", "constant.language.optlang") in _tm_scopes("let a = pi * x")
+
+
 @pytest.mark.parametrize("backend", ["weighted-sum", "sdp-cvxpy", "specann"])
 def test_textmate_reads_a_solver_blocks_backend_as_one_name(backend: str) -> None:
     scopes = _tm_scopes(f"solver {backend} {{ points = 15 }}")

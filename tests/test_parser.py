@@ -120,6 +120,34 @@ def test_ir_text_round_trip() -> None:
     assert evaluate_np(expr, vals) == pytest.approx(evaluate_np(again, vals))
 
 
+def test_pi_is_a_constant_that_a_declaration_shadows() -> None:
+    """`pi` needs no declaration (ZDT3's sin(10 pi x), DTLZ's cos(pi/2 x)); a model's own `pi` wins."""
+    from optlang.ir.evaluate import evaluate_np
+    from optlang.latex import expr_latex
+
+    m = optlang.parse("var x in [0, 1]\nminimize sin(pi * x) + pi\n")
+    expr = m.ir.objective.expr
+    assert evaluate_np(expr, {"x": np.array(0.5)}) == pytest.approx(1.0 + np.pi, abs=1e-15)
+    assert r"\pi" in expr_latex(expr) and "pi" in to_text(expr)
+    again = optlang.parse(f"var x in [0, 1]\nminimize {to_text(expr)}\n").ir.objective.expr
+    assert evaluate_np(again, {"x": np.array(0.25)}) == pytest.approx(evaluate_np(expr, {"x": np.array(0.25)}))
+    own = optlang.parse("param pi = 3\nvar x in [0, 1]\nminimize x * pi\n").ir.objective.expr
+    assert evaluate_np(own, {"x": np.array(1.0)}) == 3.0 and r"\pi" not in expr_latex(own)
+    with pytest.raises(optlang.OptlangError, match="unknown name 'p'"):
+        optlang.parse("var x\nminimize x * p\n")
+
+
+def test_prod_reduces_like_sum() -> None:
+    """prod takes `axis =` as sum and mean do; a reduction without an axis still refuses it (E512)."""
+    from optlang.ir.evaluate import evaluate_np
+
+    m = optlang.parse("param A = [[1, 2], [3, 4]]\nvar x[2]\nminimize dot(prod(A, axis = 0), x) + prod(x)\n")
+    assert evaluate_np(m.ir.objective.expr, {"x": np.array([1.0, -2.0])}) == pytest.approx(3 - 16 - 2)
+    with pytest.raises(optlang.OptlangError, match="has no argument 'axis'") as info:
+        optlang.parse("var x[2]\nminimize sumsq(x, axis = 0)\n")
+    assert info.value.code == "E512"
+
+
 def test_every_language_example_parses() -> None:
     spec = ROOT.parent / "shared" / "LANGUAGE.md"
     if not spec.exists():

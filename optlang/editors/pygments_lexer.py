@@ -6,7 +6,7 @@ from __future__ import annotations
 from pygments.lexer import RegexLexer, bygroups, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
-from optlang.editors import DECLARATIONS, DOMAINS, FUNCTIONS, KEYWORDS
+from optlang.editors import DECLARATIONS, DOMAINS, FUNCTIONS, KEYWORDS, NAMED_CONSTANTS
 
 
 class OptlangLexer(RegexLexer):
@@ -34,6 +34,7 @@ class OptlangLexer(RegexLexer):
             (words(KEYWORDS, suffix=r"\b"), Keyword),
             (words(DOMAINS, suffix=r"\b"), Keyword.Pseudo),
             (words(FUNCTIONS, suffix=r"(?=\s*\()"), Name.Builtin),
+            (words(NAMED_CONSTANTS, prefix=r"\b", suffix=r"\b"), Name.Constant),
             (r"(\d+\.\d*|\.\d+|\d+)[eE][+-]?\d+", Number.Float),
             (r"\d+\.\d*|\.\d+", Number.Float),
             (r"\d+", Number.Integer),

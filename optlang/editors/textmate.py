@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from optlang.editors import DECLARATIONS, DOMAINS, FUNCTIONS, KEYWORDS
+from optlang.editors import DECLARATIONS, DOMAINS, FUNCTIONS, KEYWORDS, NAMED_CONSTANTS
 
 
 def _alt(items: tuple[str, ...]) -> str:
@@ -32,6 +32,7 @@ def grammar() -> dict[str, Any]:
             {"name": "keyword.control.optlang", "match": f"\\b({_alt(KEYWORDS)})\\b"},
             {"name": "constant.language.optlang", "match": f"\\b({_alt(DOMAINS)})\\b"},
             {"name": "support.function.optlang", "match": f"\\b({_alt(FUNCTIONS)})(?=\\s*\\()"},
+            {"name": "constant.language.optlang", "match": f"\\b({_alt(NAMED_CONSTANTS)})\\b"},
             {"name": "constant.numeric.optlang", "match": "\\b(\\d+\\.\\d*|\\.\\d+|\\d+)([eE][+-]?\\d+)?\\b"},
             {"name": "keyword.operator.optlang", "match": "<=|>=|==|[-+*/^@=:]"},
             {"name": "variable.other.optlang", "match": "\\b[A-Za-z_][A-Za-z0-9_]*\\b"},

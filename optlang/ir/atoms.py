@@ -824,6 +824,18 @@ _atom(
     degree=deg_max,
     ising=qf.mean,
 )
+_n, _t = _reduce(np.prod, "prod")
+_atom(
+    "prod",
+    (1, 1),
+    reduce_axis,
+    _n,
+    _t,
+    "product of all elements (axis = k: along one axis)",
+    latex=r"\textstyle\prod\left(${args}\right)",
+    ising=None,
+    no_cvxpy="a product of variables is neither convex nor concave: no DCP form",
+)
 _atom(
     "sumsq",
     (1, 1),
@@ -961,6 +973,10 @@ GENERATORS = {
     "laplacian": "laplacian(G): the graph Laplacian Diag(W·1) − W (sparse)",
 }
 AMBIGUITY_FUNCS = ("chi2", "kl", "wasserstein", "target_conditional")
+
+# Named constants a model may use without declaring them: name -> (value, LaTeX). A declaration of the
+# same name (param, var, let, ...) shadows the constant in that model.
+CONSTANTS: dict[str, tuple[float, str]] = {"pi": (math.pi, r"\pi")}
 
 
 def user_functions() -> list[str]:

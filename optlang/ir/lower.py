@@ -31,7 +31,7 @@ from optlang.errors import (
     ShapeError,
 )
 from optlang.grammar.parser import KEYWORDS, parse_tree
-from optlang.ir.atoms import AMBIGUITY_FUNCS, ATOMS, GENERATORS
+from optlang.ir.atoms import AMBIGUITY_FUNCS, ATOMS, CONSTANTS, GENERATORS, reduce_axis
 from optlang.ir.model import ConstraintDecl, ModelIR, Objective, SolverDecl, VarDecl
 from optlang.ir.nodes import Const, Node, Op, Var
 from optlang.ir.types import BINARY, REAL, SPIN, Type
@@ -966,6 +966,8 @@ class Lowerer:
                 hint=f"use adjacency({name}), laplacian({name}), cut({name}, s), {name}.n or {name}.m",
                 code="E405",
             )
+        if name in CONSTANTS:  # after every declaration: a model's own `pi` shadows the constant
+            return Const(span, Type(REAL, ()), CONSTANTS[name][0], label=name)
         if name in ATOMS or name in GENERATORS or name in AMBIGUITY_FUNCS:
             raise KindError(f"'{name}' is a function; call it: {name}(...)", span, code="E405")
         raise NameResolutionError(
@@ -1087,7 +1089,8 @@ class Lowerer:
                 continue
             if isinstance(a, Tree) and a.data == "kwarg":
                 key = str(a.children[0])
-                if key != "axis" or fname not in ("sum", "mean"):
+                spec = ATOMS.get(fname)
+                if key != "axis" or spec is None or spec.infer is not reduce_axis:
                     raise ModelError(f"{fname}() has no argument '{key}'", Span.of(a.meta), code="E512")
                 static[key] = self._const_int(a.children[1], "an axis")
             else:
