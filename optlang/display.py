@@ -51,6 +51,8 @@ def user_rows(r: Any) -> list[tuple[str, str]]:
     rows.append(("iterations", str(r.iterations)))
     for name, v in r.values.items():
         rows.append((name, fmt_value(v)))
+    if isinstance(r.info.get("error"), str):  # why a solve found nothing: never a hidden detail
+        rows.append(("error", r.info["error"]))
     return rows
 
 
@@ -58,7 +60,7 @@ def internal_rows(r: Any) -> list[tuple[str, str]]:
     """Backend internals (info scalars): shown with --verbose, always present in the JSON."""
     out = []
     for k, v in r.info.items():
-        if k in ("method", "objectives"):
+        if k in ("method", "objectives", "error"):
             continue
         if isinstance(v, bool) or isinstance(v, (int, str)):
             out.append((k, str(v)))

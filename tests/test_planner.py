@@ -20,13 +20,19 @@ def test_every_registered_backend_declares_itself() -> None:
 
 
 def test_refusal_is_quoted_and_no_silent_fallback() -> None:
+    """A smooth model with a general constraint goes to slsqp; gd's refusal is quoted in the plan, and
+    forcing gd is an error (E804) that names the backend that can, never a silent switch."""
     m = optlang.parse(SMOOTH_WITH_CONSTRAINT)
-    with pytest.raises(PlanError) as info:
-        m.plan()
-    assert "cannot honour general constraints" in info.value.message
+    p = m.plan()
+    assert p.chosen == "slsqp"
+    gd = next(c for c in p.candidates if c.name == "gd")
+    assert not gd.accepted and "cannot honour general constraints" in gd.reason
     with pytest.raises(PlanError) as info:
         m.plan("gd")
-    assert info.value.code == "E804"
+    assert info.value.code == "E804" and "slsqp" in (info.value.hint or "")
+    with pytest.raises(PlanError) as info:
+        optlang.parse("var x\nminimize x^2\n").plan("slsqp")
+    assert info.value.code == "E804" and "gd solves the others" in info.value.message
 
 
 def test_unknown_backend_has_did_you_mean() -> None:

@@ -1,5 +1,5 @@
 """Helpers shared across problem kinds: variable tensors and domain projections (torch), option choices and
-ranges with an automatic value."""
+ranges with an automatic value, and the variables as one flat float64 vector (SLSQP-based solvers)."""
 
 from __future__ import annotations
 
@@ -126,3 +126,59 @@ class KeepBest:
         """Copy the best iterate back into the tensors."""
         for k, t in self.tensors.items():
             t.copy_(self.state[k])
+
+
+class FlatVariables:
+    """Maps a flat float64 vector to the problem's variables, with their box / simplex / ball structure."""
+
+    def __init__(self, variables: tuple[Variable, ...]) -> None:
+        self.vars = variables
+        self.sizes = [int(np.prod(v.shape)) if v.shape else 1 for v in self.vars]
+        self.lo = np.concatenate(
+            [
+                np.full(s, v.domain.lo if v.domain.kind == "box" else -np.inf)
+                for v, s in zip(self.vars, self.sizes, strict=True)
+            ]
+        )
+        self.hi = np.concatenate(
+            [
+                np.full(s, v.domain.hi if v.domain.kind == "box" else np.inf)
+                for v, s in zip(self.vars, self.sizes, strict=True)
+            ]
+        )
+
+        # simplex variables: each is one group with Σ = 1 (its coordinates also lie in [0, 1])
+        self.grp = np.concatenate(
+            [
+                np.full(s, gi if v.domain.kind == "simplex" else -1)
+                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
+            ]
+        )
+        kinds = [v.domain.kind for v in self.vars]
+        self.groups = [gi for gi, k in enumerate(kinds) if k == "simplex"]
+        self.lo = np.where(self.grp >= 0, 0.0, self.lo)
+        self.hi = np.where(self.grp >= 0, 1.0, self.hi)
+        # ball variables: ‖x‖ ≤ r, one group each
+        self.bgrp = np.concatenate(
+            [
+                np.full(s, gi if v.domain.kind == "ball" else -1)
+                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
+            ]
+        )
+        self.balls = [(gi, float(v.domain.radius)) for gi, v in enumerate(self.vars) if v.domain.kind == "ball"]
+
+    def split(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        """A flat vector (…, dim) → each variable's values (…, *shape): one point, or a batch of rows."""
+        out, i = {}, 0
+        for v, s in zip(self.vars, self.sizes, strict=True):
+            out[v.name] = z[..., i : i + s].reshape(tuple(z.shape[:-1]) + tuple(v.shape))
+            i += s
+        return out
+
+    def flat(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.asarray(values[v.name], dtype=np.float64).ravel() for v in self.vars])
+
+
+def scalar_count(variables: Iterable[Variable]) -> int:
+    """How many scalars the variables hold (the flat vector's length)."""
+    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in variables)

@@ -334,11 +334,11 @@ class _Spent(Exception):
 
 def rayable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
     """True when every variable is box or free and there are at most `max_dim` scalars (the SLSQP rays)."""
-    from optlang.backends.multiobjective.polish import scalar_count
+    from optlang.backends.common import scalar_count
 
     if problem.constraints or any(v.domain.kind not in ("box", "free") for v in problem.variables):
         return False  # general constraints: the Adam rays and their exact penalty
-    return scalar_count(problem) <= max_dim
+    return scalar_count(problem.variables) <= max_dim
 
 
 def _rays_slsqp(
@@ -367,11 +367,11 @@ def _rays_slsqp(
     (F (K', m), X, SLSQP iterations, stopped) of the rays solved, stopped "limit" when the budget
     ran out before every first-level ray was tried.
     """
+    from optlang.backends.common import FlatVariables
     from optlang.backends.multiobjective.common import batched_init
-    from optlang.backends.multiobjective.polish import FlatVariables
 
     m = W.shape[1]
-    fl = FlatVariables(problem)
+    fl = FlatVariables(problem.variables)
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
     n = int(fl.lo.size)
     last: list[Any] = [None, None, None]  # the last x, F, J (SLSQP asks for fun and jac at one x in turn)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from optlang.backends.common import FlatVariables, scalar_count
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -42,69 +43,13 @@ class Polished:
     evaluations: int  # point evaluations with gradient (Hessian products counted as one per coordinate)
 
 
-class FlatVariables:
-    """Maps a flat float64 vector to the problem's variables, with their box / simplex / ball structure."""
-
-    def __init__(self, problem: MultiObjectiveProblem) -> None:
-        self.vars = problem.variables
-        self.sizes = [int(np.prod(v.shape)) if v.shape else 1 for v in self.vars]
-        self.lo = np.concatenate(
-            [
-                np.full(s, v.domain.lo if v.domain.kind == "box" else -np.inf)
-                for v, s in zip(self.vars, self.sizes, strict=True)
-            ]
-        )
-        self.hi = np.concatenate(
-            [
-                np.full(s, v.domain.hi if v.domain.kind == "box" else np.inf)
-                for v, s in zip(self.vars, self.sizes, strict=True)
-            ]
-        )
-
-        # simplex variables: each is one group with Σ = 1 (its coordinates also lie in [0, 1])
-        self.grp = np.concatenate(
-            [
-                np.full(s, gi if v.domain.kind == "simplex" else -1)
-                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
-            ]
-        )
-        kinds = [v.domain.kind for v in self.vars]
-        self.groups = [gi for gi, k in enumerate(kinds) if k == "simplex"]
-        self.lo = np.where(self.grp >= 0, 0.0, self.lo)
-        self.hi = np.where(self.grp >= 0, 1.0, self.hi)
-        # ball variables: ‖x‖ ≤ r, one group each
-        self.bgrp = np.concatenate(
-            [
-                np.full(s, gi if v.domain.kind == "ball" else -1)
-                for gi, (v, s) in enumerate(zip(self.vars, self.sizes, strict=True))
-            ]
-        )
-        self.balls = [(gi, float(v.domain.radius)) for gi, v in enumerate(self.vars) if v.domain.kind == "ball"]
-
-    def split(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
-        """A flat vector (…, dim) → each variable's values (…, *shape): one point, or a batch of rows."""
-        out, i = {}, 0
-        for v, s in zip(self.vars, self.sizes, strict=True):
-            out[v.name] = z[..., i : i + s].reshape(tuple(z.shape[:-1]) + tuple(v.shape))
-            i += s
-        return out
-
-    def flat(self, values: dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate([np.asarray(values[v.name], dtype=np.float64).ravel() for v in self.vars])
-
-
 def polishable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
     """True when every variable is box, simplex, ball or free and the problem has at most `max_dim` scalars."""
     if problem.preference is None or any(
         v.domain.kind not in ("box", "free", "simplex", "ball") for v in problem.variables
     ):
         return False
-    return scalar_count(problem) <= max_dim
-
-
-def scalar_count(problem: MultiObjectiveProblem) -> int:
-    """How many scalars the problem's variables hold (the flat vector's length)."""
-    return sum(int(np.prod(v.shape)) if v.shape else 1 for v in problem.variables)
+    return scalar_count(problem.variables) <= max_dim
 
 
 def polish(
@@ -121,7 +66,7 @@ def polish(
         return None
     from scipy import optimize  # ≈0.2 s to import: only when a point is polished
 
-    fl = FlatVariables(problem)
+    fl = FlatVariables(problem.variables)
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
     pref = preference.compile("cpu", torch.float64)
     m = len(fns)

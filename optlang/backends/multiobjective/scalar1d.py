@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from optlang.backends.common import scalar_count
 from optlang.backends.multiobjective.metrics import nondominated_mask
-from optlang.backends.multiobjective.polish import scalar_count
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -61,7 +61,7 @@ class ScalarCertificate:
 def scalar_applies(problem: MultiObjectiveProblem) -> bool:
     """True for a preference model whose decision is one scalar in a box (either side may be infinite)
     or free, with no general constraints."""
-    if problem.preference is None or problem.constraints or scalar_count(problem) != 1:
+    if problem.preference is None or problem.constraints or scalar_count(problem.variables) != 1:
         return False
     return problem.variables[0].domain.kind in ("box", "free")
 
