@@ -5,7 +5,9 @@ Nothing here solves or lowers; a Form is small, frozen and printable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,19 @@ class Form:
     ambiguity_base: str | None = None  # dro target_conditional: chi2 | kl
     linear_residual: bool = False  # dro: loss is φ(Xw + b − y) with φ square/abs
     cvxpy_ok: bool = False  # every atom of the objective (and constraints) has a cvxpy form
+    # smooth with general constraints and cvxpy forms: decides (once, on first use of `dcp`) whether the
+    # model is a disciplined convex program; deciding imports cvxpy, so `check` never asks
+    dcp_test: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
     n_objectives: int = 1
     has_preference: bool = False
     matrix_vars: bool = False  # some real variable is 2-D
     auto: tuple[str, ...] = ()  # dro: ambiguity parameters given as `auto` (chosen by validation)
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @cached_property
+    def dcp(self) -> bool:
+        """A disciplined convex program (cvxpy's DCP rules; optlang/convexity.py); False when not asked."""
+        return bool(self.dcp_test()) if self.dcp_test is not None else False
 
     @property
     def domains(self) -> set[str]:

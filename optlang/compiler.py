@@ -238,6 +238,13 @@ def classify(ir: ModelIR) -> Form:
         )
         raise err.with_source(ir.source)
     cvx = all(cvxpy_ok(e) for e in exprs) and all(cvxpy_ok(c.expr) for c in ir.constraints)
+    dcp_test = None
+    if kind == "smooth" and general and cvx:
+        from functools import partial
+
+        from optlang.convexity import smooth_is_dcp
+
+        dcp_test = partial(smooth_is_dcp, ir, real_variables(ir, sorted(used)))
     return Form(
         kind=kind,
         sense=sense,
@@ -253,6 +260,7 @@ def classify(ir: ModelIR) -> Form:
         ambiguity_base=amb.base if amb and amb.kind == "target_conditional" else None,
         linear_residual=linear is not None,
         cvxpy_ok=cvx,
+        dcp_test=dcp_test,
         n_objectives=max(1, len(obj.entries)),
         has_preference=obj.prefer is not None,
         matrix_vars=any(len(v.shape) == 2 for v in variables),

@@ -34,13 +34,15 @@ MODELS = {
     # slsqp takes smooth models with a general constraint only
     "smooth constrained": "var x[2] in [-2, 0.5]\nminimize 100 * (x[1] - x[0]^2)^2 + (1 - x[0])^2\n"
     "subject to { x[0] + x[1] <= 0.5 }\n",
+    # convex takes disciplined convex ones only
+    "smooth convex": "var x[2] in [-2, 0.5]\nminimize sumsq(x - 1)\nsubject to { x[0] + x[1] <= 0.5 }\n",
 }
 
 
 
 def kind_of(name: str) -> str:
-    if name == "slsqp":
-        return "smooth constrained"
+    if name in ("slsqp", "convex"):
+        return f"smooth {'convex' if name == 'convex' else 'constrained'}"
     return "smooth" if name in registry.for_kind("smooth") else "ising"
 
 
@@ -78,6 +80,7 @@ def test_every_numeric_option_is_declared_or_known_free() -> None:
         ("gd", "tol"),  # the common option tol
         ("slsqp", "max_iter"),  # the common options, as gd's
         ("slsqp", "tol"),
+        ("convex", "tol"),
     }
     for name in BACKENDS:
         backend = registry.get(name)

@@ -1,5 +1,6 @@
-"""The `slsqp` backend: smooth models with general constraints, on answers derived independently
-(closed-form KKT points, cvxpy on the convex ones, the published Hock–Schittkowski optimum)."""
+"""The `slsqp` and `convex` backends: smooth models with general constraints, on answers derived
+independently (closed-form KKT points, cvxpy on the convex ones, the published Hock–Schittkowski optimum).
+Convex models are planned to `convex` when cvxpy is installed; these tests name `slsqp` where they test it."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
+HAS_CVXPY = importlib.util.find_spec("cvxpy") is not None
+
+
 def solve(text: str, **kw) -> optlang.Result:
-    return optlang.parse(text).solve(seed=kw.pop("seed", 0), **kw)
+    return optlang.parse(text).solve(seed=kw.pop("seed", 0), backend=kw.pop("backend", "slsqp"), **kw)
 
 
 def test_a_halfplane_quadratic_has_its_kkt_point() -> None:
@@ -39,13 +43,13 @@ def test_hock_schittkowski_71_reaches_the_published_optimum() -> None:
         np.testing.assert_allclose(r.values["x"], [1.0, 4.7429994, 3.8211503, 1.3794082], atol=1e-5)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cvxpy") is None, reason="cvxpy is not installed")
+@pytest.mark.skipif(not HAS_CVXPY, reason="cvxpy is not installed")
 def test_a_target_return_portfolio_equals_cvxpy() -> None:
     """models/portfolio_target.opt is a convex QP: the simplex domain and a return constraint."""
     import cvxpy as cp
 
     m = optlang.load(ROOT / "models" / "portfolio_target.opt")
-    r = m.solve(seed=0)
+    r = m.solve(seed=0, backend="slsqp")
     F, mu = m.params["F"], m.params["mu"]
     w = cp.Variable(mu.size)
     obj = cp.sum_squares(F.T @ w) + 0.01 * cp.sum_squares(w)
@@ -88,9 +92,40 @@ def test_the_time_limit_returns_what_was_found() -> None:
 def test_options_reach_it_from_a_solver_block_and_it_refuses_what_gd_solves() -> None:
     text = "var x[4] in [1, 5]\nminimize x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2]\nsubject to {\n"
     text += "  x[0] * x[1] * x[2] * x[3] >= 25\n  sumsq(x) == 40\n}\nsolver slsqp { restarts = 1 }\n"
-    r = optlang.parse(text).solve(seed=1)  # one start: seed 1's ends at the other KKT point
+    r = optlang.parse(text).solve(seed=1)  # one start: seed 1's ends at the other KKT point (not DCP: slsqp)
+    assert r.backend == "slsqp"
     assert r.info["starts"] == 1 and r.objective == pytest.approx(27.1464282, abs=1e-5)
     with pytest.raises(optlang.OptlangError, match="must be"):
         optlang.parse(text.replace("restarts = 1", "restarts = 0")).solve()
     with pytest.raises(PlanError, match="gd solves the others"):
         optlang.parse("var x\nminimize x^2\nsolver slsqp { }\n").plan()
+
+
+@pytest.mark.skipif(not HAS_CVXPY, reason="cvxpy is not installed")
+def test_a_dcp_model_is_planned_to_convex_and_proven_optimal() -> None:
+    """The half-plane QP and the target-return portfolio are DCP: `convex` answers them `optimal` (the
+    conic solver's certificate) with the values slsqp's KKT points have; a maximize of a concave
+    objective too (max log x + log y on x + 2y ≤ 4: x = 2, y = 1, value log 2)."""
+    r = optlang.parse("var x\nvar y\nminimize x^2 + y^2\nsubject to { x + y >= 1 }\n").solve(seed=0)
+    assert r.backend == "convex" and r.status.value == "optimal"
+    assert r.objective == pytest.approx(0.5, abs=1e-8) and all(c.passed for c in r.checks)
+    m = optlang.load(ROOT / "models" / "portfolio_target.opt")
+    a, b = m.solve(seed=0), m.solve(seed=0, backend="slsqp")
+    assert a.backend == "convex" and a.status.value == "optimal"
+    assert a.objective == pytest.approx(b.objective, rel=1e-7)
+    r = optlang.parse("var x >= 0\nvar y >= 0\nmaximize log(x) + log(y)\nsubject to { x + 2 * y <= 4 }\n").solve()
+    assert r.backend == "convex" and r.objective == pytest.approx(np.log(2.0), abs=1e-8)
+    # the certificate bounds the objective's gap (1e-10); the point is known to about its square root
+    np.testing.assert_allclose([r.values["x"], r.values["y"]], [2.0, 1.0], atol=1e-4)
+
+
+@pytest.mark.skipif(not HAS_CVXPY, reason="cvxpy is not installed")
+def test_convex_proves_infeasibility_and_refuses_what_is_not_dcp() -> None:
+    r = optlang.parse("var x\nminimize x^2\nsubject to {\n  x >= 2\n  x <= 1\n}\n").solve()
+    assert r.backend == "convex" and r.status.value == "infeasible"
+    hs71 = optlang.load(ROOT / "models" / "hs71.opt")
+    assert not hs71.form.dcp and hs71.plan().chosen == "slsqp"
+    with pytest.raises(PlanError, match="not a disciplined convex program"):
+        hs71.plan("convex")
+    concave = optlang.parse("var x >= 0\nvar y >= 0\nmaximize x * y\nsubject to { x + y <= 2 }\n")
+    assert not concave.form.dcp and concave.plan().chosen == "slsqp"

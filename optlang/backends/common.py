@@ -182,3 +182,46 @@ class FlatVariables:
 def scalar_count(variables: Iterable[Variable]) -> int:
     """How many scalars the variables hold (the flat vector's length)."""
     return sum(int(np.prod(v.shape)) if v.shape else 1 for v in variables)
+
+
+def cvx_variable(v: Variable) -> Any:
+    """A cvxpy Variable of v's shape and name (cvxpy imported here: only convex backends call this)."""
+    import cvxpy as cp
+
+    return cp.Variable(v.shape, name=v.name)
+
+
+def cvx_domain_constraints(v: Variable, x: Any) -> list[Any]:
+    """v's domain as cvxpy constraints on its cvxpy variable x."""
+    import cvxpy as cp
+
+    d = v.domain
+    if d.kind == "box":
+        out = []
+        if np.isfinite(d.lo):
+            out.append(x >= d.lo)
+        if np.isfinite(d.hi):
+            out.append(x <= d.hi)
+        return out
+    if d.kind == "ball":
+        return [cp.norm(cp.vec(x, order="C"), 2) <= d.radius]
+    if d.kind == "simplex":
+        return [x >= 0, cp.sum(x) == 1]
+    return []
+
+
+def cvx_solve(prob: Any, solver: str, backend: str, opts: dict[str, Any]) -> str | None:
+    """prob.solve in cvxpy's two steps (get_problem_data, solve_via_data + unpack_results) with `solver`:
+    a solver that is not installed or does not take these cones is the option's error (OptionError); a
+    failure while solving returns its message, else None."""
+    import cvxpy as cp
+
+    try:
+        data, chain, inverse = prob.get_problem_data(solver, solver_opts=opts)
+    except cp.error.SolverError as exc:
+        raise OptionError("solver", f"option 'solver' of '{backend}': {exc}", hint="CLARABEL or SCS") from exc
+    try:
+        prob.unpack_results(chain.solve_via_data(prob, data, solver_opts=opts), chain, inverse)
+    except cp.error.SolverError as exc:
+        return f"cvxpy solver failed: {exc}"
+    return None

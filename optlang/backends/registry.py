@@ -42,6 +42,7 @@ BACKENDS: dict[str, Entry] = {
     "dro-cvxpy": Entry("optlang.backends.dro.dro_cvxpy:DROCvxpy", "dro"),
     "erm": Entry("optlang.backends.dro.erm:ERM", "dro"),
     "gd": Entry("optlang.backends.smooth.gd:GD", "smooth"),
+    "convex": Entry("optlang.backends.smooth.convex:Convex", "smooth"),
     "slsqp": Entry("optlang.backends.smooth.slsqp:SLSQP", "smooth"),
     "hgms": Entry("optlang.backends.general_bilevel.hgms:HGMS", "general_bilevel"),
     "aid": Entry("optlang.backends.general_bilevel.aid:AID", "general_bilevel"),

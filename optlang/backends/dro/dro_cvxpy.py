@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.common import cvx_domain_constraints, cvx_solve, cvx_variable
 from optlang.backends.dro.common import REGION_CHOICES, Regions, shared_refusal
 from optlang.backends.dro.report import base_divergence, problem_regions, resolve_mix, solution_report
-from optlang.errors import OptionError
-from optlang.problem import DROProblem, Variable
+from optlang.problem import DROProblem
 
 MAX_SAMPLES = 100_000
 
@@ -34,30 +34,6 @@ class DROCvxpyOptions:
     region_weights: str = "robust"
     outer_radius: float = -1.0
     solver: str = ""  # a cvxpy solver name; "" = Clarabel
-
-
-def _cvx_var(v: Variable) -> Any:
-    import cvxpy as cp
-
-    return cp.Variable(v.shape, name=v.name)
-
-
-def _domain_constraints(v: Variable, x: Any) -> list[Any]:
-    import cvxpy as cp
-
-    d = v.domain
-    if d.kind == "box":
-        out = []
-        if np.isfinite(d.lo):
-            out.append(x >= d.lo)
-        if np.isfinite(d.hi):
-            out.append(x <= d.hi)
-        return out
-    if d.kind == "ball":
-        return [cp.norm(cp.vec(x), 2) <= d.radius]
-    if d.kind == "simplex":
-        return [x >= 0, cp.sum(x) == 1]
-    return []
 
 
 def _loss_expr(problem: DROProblem, xs: dict[str, Any]) -> Any:
@@ -165,10 +141,10 @@ class DROCvxpy(Backend):
         o = options
         self.check_options(o)  # make_options checked them; options built by hand are checked here
         amb = problem.ambiguity
-        xs = {v.name: _cvx_var(v) for v in problem.variables}
+        xs = {v.name: cvx_variable(v) for v in problem.variables}
         cons: list[Any] = []
         for v in problem.variables:
-            cons += _domain_constraints(v, xs[v.name])
+            cons += cvx_domain_constraints(v, xs[v.name])
         squared = False
         if amb.kind == "wasserstein":
             lin = problem.linear
@@ -208,14 +184,9 @@ class DROCvxpy(Backend):
         solver = (o.solver or "CLARABEL").upper()
         if ctx.time_limit is not None and solver == "CLARABEL":
             kwargs["time_limit"] = max(1.0, ctx.remaining())
-        try:  # cvxpy's get_problem_data / solve_via_data / unpack_results: prob.solve in two steps
-            data, chain, inverse = prob.get_problem_data(solver, solver_opts=kwargs)
-        except cp.error.SolverError as exc:  # not installed, or not for these cones: the option, not the solve
-            raise OptionError("solver", f"option 'solver' of 'dro-cvxpy': {exc}", hint="CLARABEL or SCS") from exc
-        try:
-            prob.unpack_results(chain.solve_via_data(prob, data, solver_opts=kwargs), chain, inverse)
-        except cp.error.SolverError as exc:
-            return RawSolution(Status.ERROR, {}, info={"error": f"cvxpy solver failed: {exc}"})
+        failed = cvx_solve(prob, solver, "dro-cvxpy", kwargs)
+        if failed:
+            return RawSolution(Status.ERROR, {}, info={"error": failed})
         if prob.status in ("infeasible", "infeasible_inaccurate"):
             return RawSolution(Status.INFEASIBLE, {}, info={"cvxpy_status": prob.status})
         if xs and any(x.value is None for x in xs.values()):

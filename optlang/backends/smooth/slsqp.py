@@ -68,11 +68,9 @@ class SLSQP(Backend):
     option_ranges = {"feas_tol": ">0", "kkt_tol": ">0", "restarts": ">=1", "max_dim": ">=1"}
 
     def refuse(self, form: Form) -> str | None:
-        base = super().refuse(form)
+        base = super().refuse(form) or without_general_constraints(form)
         if base:
             return base
-        if not form.constraints:
-            return "takes models with general constraints; gd solves the others"
         n = sum(int(np.prod(v.shape)) if v.shape else 1 for v in form.variables)
         if n > SLSQPOptions.max_dim:
             return f"{n} scalar variables: SLSQP's quadratic subproblem is dense (at most {SLSQPOptions.max_dim})"
@@ -175,6 +173,11 @@ class SLSQP(Backend):
             info=info,
             checks=checks,
         )
+
+
+def without_general_constraints(form: Form) -> str | None:
+    """The refusal of a constrained-smooth backend (slsqp, convex) for a model gd solves, else None."""
+    return None if form.constraints else "takes models with general constraints; gd solves the others"
 
 
 def _error(message: str, evaluations: int, iterations: int) -> RawSolution:
