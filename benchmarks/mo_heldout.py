@@ -6,8 +6,9 @@ They probe what the main table does not: a multimodal g (ZDT4), a non-uniform, m
 concave front reached through flattening exponentials (Fonseca–Fleming), a degenerate curve in three
 objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep at its minimum), a biased density (DTLZ4,
 x^100), one scalar variable (Schaffer N1), a convex pair of quadratics, and general constraints (a
-front on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary). HV reference:
-the analytic front's nadir + 10 % of its range (1.1 for DTLZ4).
+front on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary; the classic
+constrained fronts BNH, SRN, TNK (a wavy boundary in four pieces) and OSY (six constraints, five pieces)).
+HV reference: the analytic front's nadir + 10 % of its range (1.1 for DTLZ4).
 Usage: .venv/bin/python benchmarks/mo_heldout.py [--seeds 0,1] [--no-pymoo] [--set KEY=VALUE ...]
 """
 
@@ -55,6 +56,70 @@ _t = np.linspace(0.0, 1.0, 20001)
 _f6 = np.linspace(0.2807753191, 1.0, 20001)
 _s = np.linspace(-C3, C3, 20001)
 _th = np.linspace(0.0, math.pi / 2, 20001)
+
+
+def _bnh() -> np.ndarray:
+    """Binh–Korn's Pareto set: x = y ∈ [0, 3], then y = 3, x ∈ [3, 5]."""
+    a, b = np.linspace(0, 3, 20001), np.linspace(3, 5, 20001)
+    x, y = np.r_[a, b], np.r_[a, np.full_like(b, 3.0)]
+    return nondominated(np.stack([4 * x**2 + 4 * y**2, (x - 5) ** 2 + (y - 5) ** 2], 1))
+
+
+def _srn() -> np.ndarray:
+    """Chankong–Haimes' front. ∇f₁ ∥ −∇f₂ only on x = −2.5, so every Pareto point lies on that line or on
+    a constraint's boundary (the circle x² + y² = 225, the line x = 3y − 10): the non-dominated points of
+    dense feasible samples of the three are the front (the literature's x = −2.5, y ∈ [2.5, 14.79] misses
+    the part on the circle)."""
+    y = np.linspace(-20, 20, 400001)
+    t = np.linspace(0, 2 * math.pi, 400001)
+    P = np.concatenate(
+        [
+            np.stack([np.full_like(y, -2.5), y], 1),
+            np.stack([3 * y - 10, y], 1),
+            15 * np.stack([np.cos(t), np.sin(t)], 1),
+        ]
+    )
+    ok = (P[:, 0] ** 2 + P[:, 1] ** 2 <= 225 + 1e-9) & (P[:, 0] - 3 * P[:, 1] + 10 <= 1e-9) & (np.abs(P) <= 20).all(1)
+    x, yy = P[ok, 0], P[ok, 1]
+    return nondominated(np.stack([2 + (x - 2) ** 2 + (yy - 1) ** 2, 9 * x - (yy - 1) ** 2], 1))
+
+
+def _tnk() -> np.ndarray:
+    """Tanaka's front: minimizing (x, y) puts every Pareto point on a constraint's boundary — the wavy
+    r² = 1 + 0.1 cos(16 θ) (θ = atan(x/y)) or the circle (x − ½)² + (y − ½)² = ½; the non-dominated points
+    of dense feasible samples of both."""
+    t = np.linspace(1e-9, math.pi / 2, 400001)
+    r = np.sqrt(1 + 0.1 * np.cos(16 * t))
+    a = np.linspace(0, 2 * math.pi, 400001)
+    P = np.concatenate(
+        [np.stack([r * np.sin(t), r * np.cos(t)], 1), 0.5 + math.sqrt(0.5) * np.stack([np.cos(a), np.sin(a)], 1)]
+    )
+    x, y = P[:, 0], P[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c1 = x**2 + y**2 - 1 - 0.1 * np.cos(16 * np.arctan(x / y)) >= -1e-9
+    ok = c1 & ((x - 0.5) ** 2 + (y - 0.5) ** 2 <= 0.5 + 1e-9) & (x > 0) & (y > 0)
+    return nondominated(P[ok])
+
+
+def _osy_f(X: np.ndarray) -> np.ndarray:
+    f1 = -(25 * (X[:, 0] - 2) ** 2 + (X[:, 1] - 2) ** 2 + (X[:, 2] - 1) ** 2 + (X[:, 3] - 4) ** 2 + (X[:, 4] - 1) ** 2)
+    return np.stack([f1, (X**2).sum(1)], 1)
+
+
+def _osy() -> np.ndarray:
+    """Osyczka–Kundu's front: five pieces (Deb, Multi-Objective Optimization using Evolutionary Algorithms,
+    2001, §10.3: x₄ = x₆ = 0 throughout)."""
+    t = np.linspace(0, 1, 20001)
+    z, o = np.zeros_like(t), np.ones_like(t)
+    pieces = [
+        np.stack([5 * o, o, 1 + 4 * t, z, 5 * o, z], 1),  # AB
+        np.stack([5 * o, o, 1 + 4 * t, z, o, z], 1),  # BC
+        np.stack([4.056 + 0.944 * t, (2.056 + 0.944 * t) / 3, o, z, o, z], 1),  # CD
+        np.stack([z, 2 * o, 1 + 2.732 * t, z, o, z], 1),  # DE
+        np.stack([t, 2 - t, o, z, o, z], 1),  # EF
+    ]
+    return nondominated(np.concatenate([_osy_f(X) for X in pieces]))
+
 
 # name -> (model text, analytic front, its exact HV where it has a closed form, else None: the dense front's)
 PROBLEMS: dict[str, tuple[str, np.ndarray, float | None]] = {
@@ -117,12 +182,62 @@ PROBLEMS: dict[str, tuple[str, np.ndarray, float | None]] = {
         ),
         None,
     ),
+    # four classic constrained fronts (Deb 2001): a convex front, a straight Pareto set, a wavy boundary
+    # in four pieces, and six constraints whose front runs along five different ones
+    "bnh": (
+        "var x in [0, 5]\nvar y in [0, 3]\nminimize {\n  f1: 4 * x^2 + 4 * y^2\n  f2: (x - 5)^2 + (y - 5)^2\n}\n"
+        "subject to {\n  (x - 5)^2 + y^2 <= 25\n  (x - 8)^2 + (y + 3)^2 >= 7.7\n}\n",
+        _bnh(),
+        None,
+    ),
+    "srn": (
+        "var x in [-20, 20]\nvar y in [-20, 20]\nminimize {\n  f1: 2 + (x - 2)^2 + (y - 1)^2\n"
+        "  f2: 9 * x - (y - 1)^2\n}\nsubject to {\n  x^2 + y^2 <= 225\n  x - 3 * y + 10 <= 0\n}\n",
+        _srn(),
+        None,
+    ),
+    "tnk": (
+        "var x in [1e-9, pi]\nvar y in [1e-9, pi]\nminimize {\n  f1: x\n  f2: y\n}\n"
+        "subject to {\n  x^2 + y^2 - 1 - 0.1 * cos(16 * atan(x / y)) >= 0\n  (x - 0.5)^2 + (y - 0.5)^2 <= 0.5\n}\n",
+        _tnk(),
+        None,
+    ),
+    "osy": (
+        "var a in [0, 10]\nvar b in [0, 10]\nvar c in [1, 5]\nvar d in [0, 6]\nvar e in [1, 5]\nvar f in [0, 10]\n"
+        "minimize {\n  f1: -(25 * (a - 2)^2 + (b - 2)^2 + (c - 1)^2 + (d - 4)^2 + (e - 1)^2)\n"
+        "  f2: a^2 + b^2 + c^2 + d^2 + e^2 + f^2\n}\nsubject to {\n  a + b >= 2\n  a + b <= 6\n  b - a <= 2\n"
+        "  a - 3 * b <= 2\n  (c - 3)^2 + d <= 4\n  (e - 3)^2 + f >= 4\n}\n",
+        _osy(),
+        None,
+    ),
 }
 
 # the constraints g(X) <= 0 (columns) of the constrained problems, for pymoo
 CONSTRAINTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "quarter-circle": lambda X: np.stack([1 - X[:, 0] ** 2 - X[:, 1] ** 2], 1),
     "constr": lambda X: np.stack([6 - X[:, 1] - 9 * X[:, 0], 1 + X[:, 1] - 9 * X[:, 0]], 1),
+    "bnh": lambda X: np.stack(
+        [(X[:, 0] - 5) ** 2 + X[:, 1] ** 2 - 25, 7.7 - (X[:, 0] - 8) ** 2 - (X[:, 1] + 3) ** 2], 1
+    ),
+    "srn": lambda X: np.stack([X[:, 0] ** 2 + X[:, 1] ** 2 - 225, X[:, 0] - 3 * X[:, 1] + 10], 1),
+    "tnk": lambda X: np.stack(
+        [
+            1 + 0.1 * np.cos(16 * np.arctan(X[:, 0] / X[:, 1])) - X[:, 0] ** 2 - X[:, 1] ** 2,
+            (X[:, 0] - 0.5) ** 2 + (X[:, 1] - 0.5) ** 2 - 0.5,
+        ],
+        1,
+    ),
+    "osy": lambda X: np.stack(
+        [
+            2 - X[:, 0] - X[:, 1],
+            X[:, 0] + X[:, 1] - 6,
+            X[:, 1] - X[:, 0] - 2,
+            X[:, 0] - 3 * X[:, 1] - 2,
+            (X[:, 2] - 3) ** 2 + X[:, 3] - 4,
+            4 - (X[:, 4] - 3) ** 2 - X[:, 5],
+        ],
+        1,
+    ),
 }
 
 
@@ -146,6 +261,26 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
             np.array([1.0, 5.0]),
             lambda X: np.stack([X[:, 0], (1 + X[:, 1]) / X[:, 0]], 1),
         )
+    if name == "bnh":
+        return (
+            2,
+            2,
+            np.zeros(2),
+            np.array([5.0, 3.0]),
+            lambda X: np.stack([4 * X[:, 0] ** 2 + 4 * X[:, 1] ** 2, (X[:, 0] - 5) ** 2 + (X[:, 1] - 5) ** 2], 1),
+        )
+    if name == "srn":
+        return (
+            2,
+            2,
+            np.full(2, -20.0),
+            np.full(2, 20.0),
+            lambda X: np.stack([2 + (X[:, 0] - 2) ** 2 + (X[:, 1] - 1) ** 2, 9 * X[:, 0] - (X[:, 1] - 1) ** 2], 1),
+        )
+    if name == "tnk":
+        return 2, 2, np.full(2, 1e-9), np.full(2, math.pi), lambda X: X.copy()
+    if name == "osy":
+        return 6, 2, np.array([0.0, 0, 1, 0, 1, 0]), np.array([10.0, 10, 5, 6, 5, 10]), _osy_f
     if name == "schaffer":
         return 1, 2, np.array([-10.0]), np.array([10.0]), lambda X: np.stack([X[:, 0] ** 2, (X[:, 0] - 2) ** 2], 1)
     if name == "quadratics":

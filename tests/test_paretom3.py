@@ -927,6 +927,34 @@ def test_constrained_front_says_the_slsqp_rays_did_not_run() -> None:
     ).info["rays"] == "slsqp"
 
 
+TANAKA = (
+    "var x in [1e-9, pi]\nvar y in [1e-9, pi]\nminimize {\n  f1: x\n  f2: y\n}\n"
+    "subject to {\n  x^2 + y^2 - 1 - 0.1 * cos(16 * atan(x / y)) >= 0\n  (x - 0.5)^2 + (y - 0.5)^2 <= 0.5\n}\n"
+)
+
+
+def test_constrained_front_reaches_both_ends_of_tanakas_wavy_boundary() -> None:
+    """Tanaka's front ends where the disk (x − ½)² + (y − ½)² ≤ ½ meets the wavy boundary: x = y ≈ 0.0417
+    at the other coordinate ≈ 1.0384 (re-derived here from a dense sample of the disk's circle kept by the
+    wavy constraint). The axis rays' exact penalty stalled in the boundary's pockets (the front's left end
+    was x = 0.46, HV/exact 0.917); the SLSQP step for each objective's least value reaches both ends, and
+    with `front_extremes = false` the old behaviour is back."""
+    import optlang
+
+    a = np.linspace(0, 2 * math.pi, 2_000_001)
+    x, y = 0.5 + math.sqrt(0.5) * np.cos(a), 0.5 + math.sqrt(0.5) * np.sin(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = (x > 0) & (y > 0) & (x**2 + y**2 - 1 - 0.1 * np.cos(16 * np.arctan(x / y)) >= 0)
+    least = float(x[ok].min())
+    res = optlang.parse(TANAKA).solve(seed=0)
+    F, X = _front_of(res)
+    assert res.info["evaluations"] <= 4000 and _check(res, "front_feasible")[0]
+    assert F[:, 0].min() <= least + 1e-5 and F[:, 1].min() <= least + 1e-5
+    assert F[:, 0].min() >= least - 1e-6  # feasible: not below the true end
+    off = optlang.parse(TANAKA).solve(seed=0, options={"front_extremes": False})
+    assert _front_of(off)[0][:, 0].min() > 0.1
+
+
 def test_constrained_front_without_a_feasible_point_is_an_error_not_a_proof() -> None:
     import optlang
 

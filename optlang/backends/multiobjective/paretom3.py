@@ -494,6 +494,8 @@ class ParetoM3Options:
     front_finish_iters: int = 20  # at most this many finishing steps per solution
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
     front_exchange: bool = True  # stage 0: a ray restarts from an archived point that beats its achievement
+    front_extremes: bool = True  # constrained fronts: each objective's least value by SLSQP after stage 0
+    front_extreme_iters: int = 50  # SLSQP iterations per objective at most
     front_exchange_tol: float = 1e-3  # ... by more than this (normalized achievement units)
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
     front_evals: int = 4000  # point-evaluation budget of the whole front; 0 = none
@@ -530,6 +532,7 @@ RANGES = {
     **dict.fromkeys(("rho_adapt", "y_mean", "eps", "front_ray_retries", "front_points", "front_evals"), ">=0"),
     **dict.fromkeys(("front_tol", "refine_iters", "front_verify_max", "front_predict_tol"), ">=0"),
     "front_finish_iters": ">=0",
+    "front_extreme_iters": ">=1",
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",
     **dict.fromkeys(("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts"), ">=0"),

@@ -49,10 +49,15 @@ class SLSQPOptions:
     kkt_tol: float = 1e-8  # SLSQP stopped short: converged anyway when the KKT residual (relative) is at most this
     restarts: int = 3  # starts: the variables' init (or a seeded point), then seeded random points in the domain
     max_dim: int = 2000  # refuse models with more scalars (the quadratic subproblem is dense)
+    max_evals: int = 0  # stop after this many point evaluations in all (0 = no cap): iteration_limit
 
 
 class _Stop(Exception):
     """The time limit or an interrupt, raised from inside SLSQP's callbacks."""
+
+
+class _Spent(Exception):
+    """`max_evals` point evaluations were made."""
 
 
 class _NonFinite(Exception):
@@ -65,7 +70,7 @@ class SLSQP(Backend):
     summary = "SLSQP (scipy, float64, torch gradients): smooth models with general constraints; a local KKT point"
     priority = 70
     Options = SLSQPOptions
-    option_ranges = {"feas_tol": ">0", "kkt_tol": ">0", "restarts": ">=1", "max_dim": ">=1"}
+    option_ranges = {"feas_tol": ">0", "kkt_tol": ">0", "restarts": ">=1", "max_dim": ">=1", "max_evals": ">=0"}
 
     def refuse(self, form: Form) -> str | None:
         base = super().refuse(form) or without_general_constraints(form)
@@ -83,12 +88,12 @@ class SLSQP(Backend):
         n = scalar_count(problem.variables)
         if n > options.max_dim:
             return _error(f"{n} scalar variables exceed max_dim = {options.max_dim}", 0, 0)
-        nlp = _NLP(problem, ctx)
+        nlp = _NLP(problem, ctx, options.max_evals)
         max_iter = ctx.max_iter or options.max_iter
         tol = ctx.tol or options.tol
         rng = np.random.default_rng([ctx.seed, 4099])
         ends: list[tuple[np.ndarray, float, float, str, int, int]] = []  # z, f, violation, how it ended, code, iters
-        stopped = diverged = False
+        stopped = diverged = spent = False
         for r in range(options.restarts):
             z0 = nlp.start(ctx, rng, r)
             if r == 0:
@@ -107,6 +112,9 @@ class SLSQP(Backend):
             except _Stop:
                 stopped = True
                 last, code, msg, iters = nlp.last_finite, -1, "stopped by the time limit or an interrupt", 0
+            except _Spent:
+                spent = True
+                last, code, msg, iters = nlp.last_finite, -3, f"max_evals = {options.max_evals} evaluations made", 0
             except _NonFinite:
                 diverged = True
                 last, code, msg, iters = nlp.last_finite, -2, "the objective or a constraint is not finite", 0
@@ -115,7 +123,7 @@ class SLSQP(Backend):
             if last is not None:
                 f, viol = nlp.judge(last)
                 ends.append((last, f, viol, msg, code, iters))
-            if stopped:
+            if stopped or spent:
                 break
         if not ends:
             return _error("no finite point was evaluated", nlp.evaluations, 0)
@@ -137,7 +145,7 @@ class SLSQP(Backend):
                 total_iters,
             )
         kkt = nlp.kkt_residual(z, options.feas_tol)
-        if code == 0 or (code not in (-1, -2) and kkt <= options.kkt_tol):
+        if code == 0 or (code not in (-1, -2, -3) and kkt <= options.kkt_tol):
             # SLSQP's own test passed, or it gave up (a line search that cannot improve on its quadratic
             # model, typical once the iterate is as exact as float64 allows) at a KKT point of our test
             status = Status.CONVERGED
@@ -145,7 +153,7 @@ class SLSQP(Backend):
             status = ctx.stop_status(Status.TIME_LIMIT)
         elif diverged and code == -2:
             status = Status.DIVERGED
-        elif code == 9:
+        elif code in (9, -3):
             status = Status.ITERATION_LIMIT
         else:
             status = Status.FEASIBLE  # SLSQP gave up (e.g. a line search failed) at a feasible point
@@ -193,8 +201,8 @@ class _NLP:
     """The model as SLSQP sees it: one flat float64 vector, the objective with its gradient, the
     inequalities (≥ 0, scipy's sign) and equalities with their Jacobians, each point evaluated once."""
 
-    def __init__(self, problem: SmoothProblem, ctx: RunContext) -> None:
-        self.problem, self.ctx = problem, ctx
+    def __init__(self, problem: SmoothProblem, ctx: RunContext, max_evals: int = 0) -> None:
+        self.problem, self.ctx, self.max_evals = problem, ctx, max_evals
         self.flat = FlatVariables(problem.variables)
         self.f = problem.objective.compile("cpu", torch.float64)
         self.cons = [(c.fn.compile("cpu", torch.float64), c.sense) for c in problem.constraints]
@@ -266,6 +274,8 @@ class _NLP:
             return self._cache
         if self.evaluations and self.ctx.should_stop():  # the first start's point is always evaluated
             raise _Stop
+        if self.max_evals and self.evaluations >= self.max_evals:
+            raise _Spent
         zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
         values = self.flat.split(zt)
         fv = self.f(values).reshape(())
