@@ -381,6 +381,15 @@ def real_variables(ir: ModelIR, names: list[str] | tuple[str, ...] | None = None
     return tuple(out)
 
 
+def _general_constraints(ir: ModelIR) -> tuple[Constraint, ...]:
+    """The `<=` / `==` constraints (not `argmin`) as torch functions of the variables."""
+    return tuple(
+        Constraint(torch_function(c.expr), c.sense, c.text)  # type: ignore[arg-type]  # sense: <= or == here
+        for c in ir.constraints
+        if c.sense in ("<=", "==")
+    )
+
+
 def _identity(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
 
@@ -426,8 +435,8 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         f = torch_function(obj.expr)
         if obj.form == "maximize":
             f = _negated(f)
-        cons = tuple(Constraint(torch_function(c.expr), c.sense, c.text) for c in ir.constraints)  # type: ignore[arg-type]  # sense: <= or == here
-        return Compiled(SmoothProblem(variables, f, cons), _identity, -1.0 if obj.form == "maximize" else 1.0)
+        sign = -1.0 if obj.form == "maximize" else 1.0
+        return Compiled(SmoothProblem(variables, f, _general_constraints(ir)), _identity, sign)
     if kind == "bilevel":
         assert obj.expr is not None
         lower = next(c for c in ir.constraints if c.sense == "argmin")
@@ -456,12 +465,7 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
     if kind == "multiobjective":
         objs = tuple((name, torch_function(e)) for name, e in obj.entries)
         pref = torch_function(obj.prefer) if obj.prefer is not None else None
-        mcons = tuple(
-            Constraint(torch_function(c.expr), c.sense, c.text)  # type: ignore[arg-type]  # sense: <= or == here
-            for c in ir.constraints
-            if c.sense in ("<=", "==")
-        )
-        return Compiled(MultiObjectiveProblem(variables, objs, pref, mcons), _identity)
+        return Compiled(MultiObjectiveProblem(variables, objs, pref, _general_constraints(ir)), _identity)
     if kind == "dro":
         assert obj.expr is not None and obj.ambiguity is not None
         n = int(obj.expr.type.shape[0])

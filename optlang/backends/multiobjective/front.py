@@ -700,14 +700,13 @@ def _extremes(
     wrong side of a piecewise front (Osyczka–Kundu's f₂ at 10 of its least 4); the front's ends bound the
     normalization and most of its hypervolume. The evaluations count against `front_evals`."""
     from optlang.backends import registry
-    from optlang.backends.base import RunContext, Status
+    from optlang.backends.base import Status
     from optlang.backends.common import scalar_count
+    from optlang.backends.multiobjective.common import archive_feasible
     from optlang.problem import SmoothProblem, Variable
 
     F, AX = archive.front()
     if AX is None or F.shape[0] == 0 or scalar_count(problem.variables) > o.polish_max_dim:
-        return SF, SX
-    if any(v.domain.kind not in ("box", "free", "simplex", "ball") for v in problem.variables):
         return SF, SX
     backend = registry.get("slsqp")
     m = len(problem.objectives)
@@ -729,10 +728,8 @@ def _extremes(
         X = {k: torch.as_tensor(np.asarray(v), dtype=ctx.dtype, device=ctx.device)[None] for k, v in raw.values.items()}
         with torch.no_grad():
             out = ev(X)
-        from optlang.backends.multiobjective.common import archive_feasible
-
         if bool(archive_feasible(archive, ev, out, X, o.constraint_tol)[0]):
-            Fi = out[:, : len(problem.objectives)].cpu().numpy().astype(np.float64)
+            Fi = out[:, :m].cpu().numpy().astype(np.float64)
             if np.all(np.isfinite(Fi)):
                 SF = np.concatenate([SF, Fi])
                 SX = {n: torch.cat([t, X[n].to(t.dtype)]) for n, t in SX.items()}

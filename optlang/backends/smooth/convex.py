@@ -2,10 +2,10 @@
 cvxpy (Clarabel by default) — `optimal` on the conic solver's certificate, `infeasible` on its proof.
 
 The planner sends a smooth model here when its objective and constraints pass cvxpy's DCP rules
-(optlang/convexity.py decides at classification); otherwise `slsqp` finds a local KKT point. The model
-is rebuilt in cvxpy from the IR's cvxpy forms (the same expressions the torch backends evaluate), the
-domains as constraints. The returned objective is re-evaluated in float64 from the model (torch), and
-the `cvxpy_value` check compares the two.
+(optlang/convexity.py decides when the planner first asks `Form.dcp`); otherwise `slsqp` finds a local
+KKT point. The model is rebuilt in cvxpy from the IR's cvxpy forms (the same expressions the torch
+backends evaluate), the domains as constraints. The returned objective is re-evaluated in float64 from
+the model (torch), and the `cvxpy_value` check compares the two.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import numpy as np
 
 from optlang.analysis import Form
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
-from optlang.backends.common import FlatVariables, scalar_count
+from optlang.backends.common import FlatVariables, init_tensors, scalar_count
 from optlang.lazy import lazy_module
 from optlang.problem import SmoothProblem
 
@@ -76,9 +76,11 @@ class SLSQP(Backend):
         base = super().refuse(form) or without_general_constraints(form)
         if base:
             return base
-        n = sum(int(np.prod(v.shape)) if v.shape else 1 for v in form.variables)
-        if n > SLSQPOptions.max_dim:
-            return f"{n} scalar variables: SLSQP's quadratic subproblem is dense (at most {SLSQPOptions.max_dim})"
+        if form.n_scalar > SLSQPOptions.max_dim:
+            return (
+                f"{form.n_scalar} scalar variables: SLSQP's quadratic subproblem is dense "
+                f"(at most {SLSQPOptions.max_dim})"
+            )
         return None
 
     def solve(self, problem: SmoothProblem, options: SLSQPOptions, ctx: RunContext) -> RawSolution:
@@ -220,8 +222,6 @@ class _NLP:
     def start(self, ctx: RunContext, rng: np.random.Generator, r: int) -> np.ndarray:
         """Start r: the variables' init (seeded points where none is given) first, then uniform in the
         finite box (or the init moved by a standard normal where a side is infinite), projected."""
-        from optlang.backends.common import init_tensors
-
         z = self.flat.flat({k: t.detach().cpu().numpy() for k, t in init_tensors(self.problem.variables, ctx).items()})
         if r > 0:
             lo, hi = self.flat.lo, self.flat.hi
