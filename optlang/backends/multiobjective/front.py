@@ -28,7 +28,9 @@ flat between neighbours a new front point costs one evaluation. A corrected poin
 a quarter of the edge of an end marks the edge as a gap (a disconnected front, or a degenerate
 piece) and is not kept. Refinement stops when every remaining edge is shorter than
 `front_resolution` (normalized) — the front is then `converged` — or when the `front_evals` budget is
-spent (`iteration_limit`).
+spent (`iteration_limit`). A resolved mesh first takes its finishing steps (`_finish`); with at least
+10 K evaluations left it is then explored (`explore.py`: evolutionary offspring of the archive) and the
+archived points found far from every solution join the mesh, whose refinement goes on from them.
 
 Every evaluated point enters the non-dominated archive; the archive is the returned front.
 """
@@ -57,6 +59,7 @@ else:
 # the nadir is still moving, and an end ray restarted in a sector of a wrong normalization does not get
 # back to its end (ZDT1's f2 end, test_front_mode_zdt1)
 _EXCHANGE_AXES_FROM = 0.5
+_EXPLORE_PATIENCE = 2  # an exploration ends after this many generations that left no archived point far from the mesh
 _RHO0 = 100.0  # the exact penalty's starting weight: an axis ray's achievement slope is up to 1/δ = 100
 
 
@@ -78,6 +81,7 @@ class FrontRun:
     ideal: np.ndarray = field(default_factory=lambda: np.zeros(0))
     nadir: np.ndarray = field(default_factory=lambda: np.zeros(0))
     solution_F: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the rays' and refinements' end points
+    explored: int = 0  # solutions added from the explorations' offspring (front_explore)
 
 
 def achievement(q: torch.Tensor, W: torch.Tensor, o: Any) -> torch.Tensor:
@@ -765,6 +769,27 @@ def _refine(
     cost = 1.0 + 0.5 * o.refine_iters  # evaluations per new point, re-estimated after each round
     predicted = corrected = 0
     mesh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the last (Q, edges, lengths)
+    explored = 0  # solutions that the explorations added
+
+    def resolved() -> str:
+        """The mesh is resolved: each solution takes its finishing steps (`_finish`), then the budget left
+        explores (`_explore_far`). Returns "more" when new solutions came (the refinement goes on),
+        else "converged" (or "time" / "diverged" from the finishing steps)."""
+        nonlocal SF, SX, nd_mask, z, s, explored
+        if o.front_finish and SF.shape[0]:
+            SF, SX, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, rho0)
+            if not finished:
+                return "time" if ctx.should_stop() else "diverged"
+            nd_mask = nondominated_mask(SF)
+            z, s = _normalization(archive, SF, nd_mask, ctx)
+        SF, SX, added = _explore_far(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, K)
+        explored += added
+        if not added:
+            return "converged"
+        nd_mask = nondominated_mask(SF)
+        z, s = _normalization(archive, SF, nd_mask, ctx)
+        return "more"
+
     while stopped not in ("time", "diverged"):
         zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
         # edges join non-dominated solutions only (dominated ones, e.g. weakly Pareto points, stay in the archive)
@@ -784,7 +809,9 @@ def _refine(
             sel &= ~np.isin(_key(ia, ib), np.fromiter(gaps, dtype=np.int64, count=len(gaps)))
         ia, ib, dist = ia[sel], ib[sel], dist[sel]
         if ia.size == 0:  # every edge between neighbouring solutions is below the resolution or a measured gap
-            stopped = "converged"
+            stopped = resolved()
+            if stopped == "more":
+                continue
             break
         left = budget - ev.count
         n_new = min(ia.size, int(left / cost))
@@ -795,7 +822,9 @@ def _refine(
         ia, ib, dist = ia[order], ib[order], dist[order]
         pick = _distinct(ia, ib, dist, Q, Q[nd], gaps, n_new)
         if pick.size == 0:
-            stopped = "converged"
+            stopped = resolved()
+            if stopped == "more":
+                continue
             break
         ia, ib, dist = ia[pick], ib[pick], dist[pick]
         A_idx = torch.as_tensor(ia, device=ctx.device)
@@ -826,10 +855,6 @@ def _refine(
         cost = max(1.0, (ev.count - spent0) / max(1, ia.size))
         nd_mask = nondominated_mask(SF)
         z, s = _normalization(archive, SF, nd_mask, ctx)
-    if stopped == "converged" and o.front_finish and SF.shape[0]:
-        SF, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, rho0)
-        if not finished:
-            stopped = "time" if ctx.should_stop() else "diverged"
     if stopped == "converged" and (not complete or SF.shape[0] == 0):
         stopped = "limit"
     return FrontRun(
@@ -846,7 +871,70 @@ def _refine(
         ideal=z.cpu().numpy().astype(np.float64),
         nadir=(z + s).cpu().numpy().astype(np.float64),
         solution_F=SF,
+        explored=explored,
     )
+
+
+def _explore_far(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    SF: np.ndarray,
+    SX: dict[str, torch.Tensor],
+    nd_mask: np.ndarray,
+    z: torch.Tensor,
+    s: torch.Tensor,
+    budget: int,
+    K: int,
+) -> tuple[np.ndarray, dict[str, torch.Tensor], int]:
+    """A resolved mesh with budget left (at least 10 K evaluations, so that the refinement can mesh what
+    is found): `explore` (at most `front_explore` of the budget left and `front_explore_gens`
+    generations of 2 K offspring), then add as solutions the archived points that
+    lie farther than 2 `front_resolution` (normalized) from every non-dominated solution, at most K, spread
+    by farthest-point sampling. Exploration ends early after `_EXPLORE_PATIENCE` generations that leave
+    no such point (a resolved front then costs 4 K evaluations more, not the whole allowance).
+    Returns (SF, SX, how many were added); 0: the mesh stays resolved."""
+    from optlang.backends.multiobjective.explore import explorable, explore
+
+    pop = 2 * K
+    left = budget - ev.count
+    evals = min(o.front_explore_gens * pop, int(o.front_explore * left) if budget < 10**12 else 10**12)
+    if o.front_explore <= 0 or left < 5 * pop or not explorable(problem) or archive.front()[1] is None:
+        return SF, SX, 0
+    zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree((SF[nd_mask] - zn) / sn)
+    spent, idle = 0, 0
+    far, dist, Q = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, SF.shape[1]))
+    F, AX = archive.front()
+    while spent < evals and idle < _EXPLORE_PATIENCE:
+        n = explore(problem, archive, ev, zn, sn, min(pop, evals - spent), pop, ctx, o.constraint_tol)
+        if n == 0:
+            break
+        spent += n
+        F, AX = archive.front()
+        if AX is None or F.shape[0] == 0:
+            return SF, SX, 0
+        Q = (F - zn) / sn
+        dist, _ = tree.query(Q)
+        more = np.flatnonzero(dist > 2 * o.front_resolution)
+        idle = 0 if more.size > far.size else idle + 1  # a generation that found no new point far off
+        far = more
+    chosen: list[int] = []
+    d = dist[far].copy()
+    while far.size and len(chosen) < K and float(d.max()) > 2 * o.front_resolution:
+        j = int(np.argmax(d))
+        chosen.append(int(far[j]))
+        d = np.minimum(d, np.linalg.norm(Q[far] - Q[far[j]], axis=1))
+    if not chosen or AX is None:
+        return SF, SX, 0
+    idx = np.asarray(chosen)
+    SF = np.concatenate([SF, F[idx]])
+    SX = {n: torch.cat([t, torch.as_tensor(AX[n][idx], dtype=t.dtype, device=t.device)]) for n, t in SX.items()}
+    return SF, SX, idx.size
 
 
 def _finish(
@@ -862,19 +950,19 @@ def _finish(
     s: torch.Tensor,
     budget: int,
     rho0: float = _RHO0,
-) -> tuple[np.ndarray, bool]:
+) -> tuple[np.ndarray, dict[str, torch.Tensor], bool]:
     """Spend what the budget has left on the resolved front: each non-dominated solution descends its
     own ray (the direction of its normalized objectives) a few more steps, all as one batch.
 
     The rays and predictors stop at the resolution of the mesh, not at the front: where the objectives
     flatten (Fonseca-Fleming's exponentials) the points end ~5e-3 inside it while the budget is a
-    quarter unspent. Returns (the solutions' objectives, updated; False on the time limit or
+    quarter unspent. Returns (the solutions' objectives and points, updated; False on the time limit or
     non-finite objectives)."""
     nd = np.flatnonzero(nd_mask)
     extra = 1 + (_RESTORE_STEPS if ev.constrained else 0)  # the final evaluation, and the feasibility steps
     iters = min(o.front_finish_iters, int((budget - ev.count) // max(1, nd.size)) - extra)
     if iters < 1 or nd.size == 0:
-        return SF, True
+        return SF, SX, True
     zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
     W = np.maximum((SF[nd] - zn) / sn, 0.0)
     W = W / np.maximum(W.sum(1, keepdims=True), 1e-12)
@@ -882,11 +970,13 @@ def _finish(
     rb = _Batch(problem, ev, {n: t[ti] for n, t in SX.items()}, W, o, ctx, o.front_lr * o.refine_lr, rho0)
     Fc = _descend(rb, iters, z, s, archive, ctx)
     if Fc is None:
-        return SF, False
+        return SF, SX, False
     SF = SF.copy()
     ok = rb.feasible.cpu().numpy()  # a finished point that left the feasible set keeps its old place
     SF[nd[ok]] = Fc[ok]
-    return SF, True
+    rows, keep = torch.as_tensor(nd[ok], device=ctx.device), torch.as_tensor(ok, device=ctx.device)
+    SX = {n: t.index_copy(0, rows, rb.X[n].detach()[keep].to(t.dtype)) for n, t in SX.items()}
+    return SF, SX, True
 
 
 def _descend(

@@ -490,6 +490,8 @@ class ParetoM3Options:
     front_ray_split: bool = True  # slsqp: also solve the midpoints of neighbouring directions (next level)
     front_ray_warm: bool = True  # start each SLSQP ray from the nearest solved non-axis ray's point (else seeded)
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
+    front_explore: float = 0.5  # a resolved mesh spends at most this fraction of the budget left on offspring
+    front_explore_gens: int = 10  # generations of 2 K offspring per exploration at most
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
     front_finish_iters: int = 20  # at most this many finishing steps per solution
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
@@ -532,6 +534,8 @@ RANGES = {
     **dict.fromkeys(("rho_adapt", "y_mean", "eps", "front_ray_retries", "front_points", "front_evals"), ">=0"),
     **dict.fromkeys(("front_tol", "refine_iters", "front_verify_max", "front_predict_tol"), ">=0"),
     "front_finish_iters": ">=0",
+    "front_explore_gens": ">=1",
+    "front_explore": "[0,1]",
     "front_extreme_iters": ">=1",
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",
@@ -843,6 +847,7 @@ class ParetoM3(Backend):
             "predicted": fr.predicted,
             "corrected": fr.corrected,
             "exchanged": fr.exchanged,
+            "explored": fr.explored,
             "stage0_iterations": fr.stage0_iterations,
             "evaluations": int(fr.evaluations),
             "evaluation_unit": "one point evaluation = the objective vector at one point, with or without its gradient",

@@ -1,0 +1,168 @@
+"""Front mode's exploration: evolutionary offspring of the archived front, for the budget a resolved
+mesh left unspent.
+
+The rays and the mesh follow gradients, so a front whose parametrization flattens them (DTLZ4's x^100:
+the gradient in x₀ is ~x₀¹⁹⁹, zero in float32 below x₀ ≈ 0.6) keeps whole regions that no ray reaches
+and no midpoint predictor lands in. Here each generation draws parents from the archived non-dominated
+points (binary tournaments on NSGA-II's crowding distance, each objective's extremes first), recombines
+them by simulated binary crossover and perturbs them by polynomial mutation (Deb & Agrawal 1995; the
+operators of NSGA-II/III), with a share of uniform immigrants in the boxes; every offspring is
+evaluated as one batch and archived. The caller adds the archived points far from its solutions to
+the mesh, whose refinement then fills the region between them at a predictor's cost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from optlang.lazy import lazy_module
+from optlang.problem import MultiObjectiveProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
+
+_ETA_C = 15.0  # SBX distribution index (pymoo's NSGA-II default)
+_ETA_M = 20.0  # polynomial mutation's
+_IMMIGRANTS = 0.1  # share of each generation drawn uniformly in the boxes (bounded variables only)
+
+
+def explorable(problem: MultiObjectiveProblem) -> bool:
+    """Offspring need a box per scalar: every variable is a box with finite bounds (simplex and ball
+    domains, and unbounded sides, have no uniform immigrant nor a mutation width)."""
+    return all(
+        v.domain.kind == "box" and np.isfinite(v.domain.lo) and np.isfinite(v.domain.hi) and v.domain.hi > v.domain.lo
+        for v in problem.variables
+    )
+
+
+def _bounds(problem: MultiObjectiveProblem) -> tuple[np.ndarray, np.ndarray, list[tuple[str, tuple[int, ...]]]]:
+    """Per-scalar lower and upper bounds of the flattened variables, and each variable's (name, shape)."""
+    lo, hi, layout = [], [], []
+    for v in problem.variables:
+        size = int(np.prod(v.shape)) if v.shape else 1
+        lo.append(np.full(size, float(v.domain.lo)))
+        hi.append(np.full(size, float(v.domain.hi)))
+        layout.append((v.name, tuple(v.shape)))
+    return np.concatenate(lo), np.concatenate(hi), layout
+
+
+def crowding(Q: np.ndarray) -> np.ndarray:
+    """NSGA-II's crowding distance of each row: the sum over objectives of the gap between its two
+    neighbours in that objective's order, each objective's extremes infinite (the front's ends are
+    always preferred, so that the offspring walk past them)."""
+    n, m = Q.shape
+    d = np.zeros(n)
+    if n < 3:
+        return np.full(n, np.inf)
+    for i in range(m):
+        order = np.argsort(Q[:, i], kind="stable")
+        q = Q[order, i]
+        span = max(float(q[-1] - q[0]), 1e-12)
+        d[order[1:-1]] += (q[2:] - q[:-2]) / span
+        d[order[[0, -1]]] = np.inf
+    return d
+
+
+def sbx(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One child per parent pair (rows of a, b) by bounded simulated binary crossover, each scalar
+    crossed with probability ½ (else taken from a)."""
+    u = rng.random(a.shape)
+    y1, y2 = np.minimum(a, b), np.maximum(a, b)
+    span = np.maximum(y2 - y1, 1e-14)
+    child = a.copy()
+    cross = (rng.random(a.shape) < 0.5) & (y2 - y1 > 1e-14)
+    upper = rng.random(a.shape) < 0.5  # which of the pair's two children a crossed scalar takes
+    for side in (0, 1):  # the bound-aware spread of Deb's SBX, toward the lower then the upper bound
+        beta = 1.0 + 2.0 * ((y1 - lo) if side == 0 else (hi - y2)) / span
+        alpha = 2.0 - beta ** (-(_ETA_C + 1.0))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            bq = np.where(
+                u <= 1.0 / alpha,
+                (u * alpha) ** (1.0 / (_ETA_C + 1.0)),
+                (1.0 / np.maximum(2.0 - u * alpha, 1e-300)) ** (1.0 / (_ETA_C + 1.0)),
+            )
+        c = 0.5 * ((y1 + y2) - bq * span) if side == 0 else 0.5 * ((y1 + y2) + bq * span)
+        pick = cross & (upper == bool(side))
+        child = np.where(pick, c, child)
+    return np.clip(np.nan_to_num(child, nan=0.5 * (lo + hi)), lo, hi)
+
+
+def polynomial_mutation(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Deb's bounded polynomial mutation, each scalar with probability 1/n."""
+    n = x.shape[1]
+    width = hi - lo
+    d1, d2 = (x - lo) / width, (hi - x) / width
+    u = rng.random(x.shape)
+    p = 1.0 / (_ETA_M + 1.0)
+    low = u < 0.5
+    v1 = 2 * u + (1 - 2 * u) * (1 - d1) ** (_ETA_M + 1)
+    v2 = 2 * (1 - u) + 2 * (u - 0.5) * (1 - d2) ** (_ETA_M + 1)
+    dq = np.where(low, np.maximum(v1, 0.0) ** p - 1, 1 - np.maximum(v2, 0.0) ** p)
+    mutate = rng.random(x.shape) < 1.0 / n
+    return np.clip(np.where(mutate, x + dq * width, x), lo, hi)
+
+
+def offspring(
+    problem: MultiObjectiveProblem,
+    F: np.ndarray,
+    AX: dict[str, np.ndarray],
+    z: np.ndarray,
+    s: np.ndarray,
+    count: int,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    """`count` children of the archived front (objectives F, points AX), as (count, *shape) arrays."""
+    lo, hi, layout = _bounds(problem)
+    P = np.concatenate([AX[name].reshape(F.shape[0], -1) for name, _ in layout], axis=1)
+    iso = crowding((F - z) / s)
+
+    def tournament() -> np.ndarray:
+        i, j = rng.integers(0, P.shape[0], count), rng.integers(0, P.shape[0], count)
+        return np.where(iso[i] >= iso[j], i, j)
+
+    C = polynomial_mutation(sbx(P[tournament()], P[tournament()], lo, hi, rng), lo, hi, rng)
+    fresh = rng.random(count) < _IMMIGRANTS
+    C[fresh] = lo + rng.random((int(fresh.sum()), lo.size)) * (hi - lo)
+    out: dict[str, np.ndarray] = {}
+    col = 0
+    for name, shape in layout:
+        size = int(np.prod(shape)) if shape else 1
+        out[name] = C[:, col : col + size].reshape(count, *shape)
+        col += size
+    return out
+
+
+def explore(
+    problem: MultiObjectiveProblem,
+    archive: Any,
+    ev: Any,
+    z: np.ndarray,
+    s: np.ndarray,
+    evals: int,
+    pop: int,
+    ctx: Any,
+    tol: float,
+) -> int:
+    """Generations of `pop` offspring (the last one smaller) until `evals` evaluations are spent,
+    every offspring evaluated and archived (feasible ones only: `archive_feasible`). Returns the
+    evaluations spent (0 when the archive keeps no points)."""
+    from optlang.backends.multiobjective.common import archive_feasible
+
+    rng = np.random.default_rng([ctx.seed, 104729, ev.count])
+    spent = 0
+    while spent < evals and not ctx.should_stop():
+        F, AX = archive.front()
+        if AX is None or F.shape[0] == 0:
+            break
+        n = min(pop, evals - spent)
+        kids = offspring(problem, F, AX, z, s, n, rng)
+        X = {k: torch.as_tensor(v, dtype=ctx.dtype, device=ctx.device) for k, v in kids.items()}
+        with torch.no_grad():
+            out = ev(X)
+        archive_feasible(archive, ev, out, X, tol)
+        spent += n
+    return spent
