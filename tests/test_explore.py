@@ -10,7 +10,16 @@ from typing import cast
 import numpy as np
 import pytest
 
-from optlang.backends.multiobjective.explore import crowding, explorable, offspring, polynomial_mutation, sbx
+from optlang.backends.multiobjective.explore import (
+    crowding,
+    explorable,
+    offspring,
+    polynomial_mutation,
+    ranks,
+    sbx,
+    spread_subset,
+    survivors,
+)
 from optlang.backends.multiobjective.metrics import hypervolume
 from optlang.problem import Domain, MultiObjectiveProblem, Variable
 
@@ -57,6 +66,28 @@ def test_crowding_prefers_each_objectives_extremes() -> None:
     assert np.all(np.isinf(crowding(Q[:2])))
 
 
+def test_ranks_and_survivors_follow_nsga2() -> None:
+    """Non-dominated sorting ranks the layers of a staircase; the survivors are whole ranks first, the
+    last one cut by crowding (its ends kept)."""
+    F = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0], [0.6, 0.6], [2.0, 2.0], [0.4, 0.7]])
+    assert ranks(F).tolist() == [0, 0, 0, 2, 1, 3, 0]  # (1, 1) is dominated by (0.6, 0.6) as well
+    assert sorted(survivors(F, 4).tolist()) == [0, 1, 2, 6]
+    assert sorted(survivors(F, 5).tolist()) == [0, 1, 2, 4, 6]
+    assert sorted(survivors(F, 2).tolist()) == [0, 1]  # rank 0 cut by crowding: its two ends stay
+    assert sorted(survivors(F, 10).tolist()) == list(range(7))
+
+
+def test_spread_subset_keeps_the_ends_and_a_sparse_region() -> None:
+    """A dense cluster of 200 points and 3 isolated ones: a subset of 10 keeps each objective's least
+    value and the isolated points, as a population of that size would."""
+    rng = np.random.default_rng(0)
+    dense = 0.5 + 0.01 * rng.random((200, 2))
+    Q = np.concatenate([dense, [[0.0, 1.0], [1.0, 0.0], [0.2, 0.8]]])
+    keep = spread_subset(Q, 10)
+    assert len(set(keep.tolist())) == 10 and {200, 201, 202} <= set(keep.tolist())
+    assert np.array_equal(np.sort(spread_subset(Q[:5], 10)), np.arange(5))
+
+
 def _problem(*variables: Variable) -> MultiObjectiveProblem:
     """Only the variables matter to the operators."""
     return cast(MultiObjectiveProblem, SimpleNamespace(variables=variables))
@@ -81,9 +112,9 @@ def test_only_finite_boxes_are_explored() -> None:
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_exploration_reaches_what_the_rays_cannot() -> None:
-    """DTLZ4 (7 variables): every ray ends at a corner (the gradient in x₀ underflows), the mesh between
-    two corners resolves with a third of the budget unspent; the exploration's offspring find the
-    interior next to them, which the refinement then meshes. Hypervolumes against the exact
+    """DTLZ4 (7 variables): every ray ends on the arcs next to the corners (the gradient in x₀
+    underflows), the mesh between them resolves with budget unspent; the exploration's offspring find
+    the interior, which the refinement then meshes. Hypervolumes against the exact
     1.1³ − π/6, re-derived here from the returned points."""
     import optlang
 
@@ -99,4 +130,17 @@ def test_exploration_reaches_what_the_rays_cannot() -> None:
     plain, info0 = run(front_explore=0)
     explored, info = run()
     assert info0["explored"] == 0 and info["explored"] > 0
-    assert explored > plain + 0.1, (plain, explored)
+    assert explored > plain + 0.25, (plain, explored)  # measured 0.41 → 0.85
+
+
+def test_a_collapsed_objective_is_told_from_a_spread_one() -> None:
+    """Stage 0 stops early when every non-dominated point seen shares one objective's value (the rays
+    aimed at it found no gradient); a front spread in every objective, or a single point, does not."""
+    from optlang.backends.multiobjective.front import _collapsed
+
+    def archive(F: list[list[float]]) -> SimpleNamespace:
+        return SimpleNamespace(front=lambda: (np.asarray(F, dtype=np.float64), {}))
+
+    assert _collapsed(archive([[1.0, 0.0, 0.0], [0.0, 1e-30, 1.0], [0.7, 0.0, 0.7]]))
+    assert not _collapsed(archive([[1.0, 0.0, 0.0], [0.0, 0.2, 1.0], [0.7, 0.0, 0.7]]))
+    assert not _collapsed(archive([[1.0, 0.0, 0.0]]))

@@ -3,16 +3,19 @@ mesh left unspent.
 
 The rays and the mesh follow gradients, so a front whose parametrization flattens them (DTLZ4's x^100:
 the gradient in x₀ is ~x₀¹⁹⁹, zero in float32 below x₀ ≈ 0.6) keeps whole regions that no ray reaches
-and no midpoint predictor lands in. Here each generation draws parents from the archived non-dominated
-points (binary tournaments on NSGA-II's crowding distance, each objective's extremes first), recombines
-them by simulated binary crossover and perturbs them by polynomial mutation (Deb & Agrawal 1995; the
-operators of NSGA-II/III), with a share of uniform immigrants in the boxes; every offspring is
-evaluated as one batch and archived. The caller adds the archived points far from its solutions to
-the mesh, whose refinement then fills the region between them at a predictor's cost.
+and no midpoint predictor lands in. Here an NSGA-II population evolves from the archived non-dominated
+points (at most one population's worth, spread by farthest-point sampling): each generation draws
+parents by binary tournaments on (non-dominated rank, crowding distance), recombines them by simulated
+binary crossover and perturbs them by polynomial mutation (Deb & Agrawal 1995; the operators of
+NSGA-II/III), with a share of uniform immigrants in the boxes; the offspring are evaluated as one
+batch and archived, and the best of parents and offspring survive. The caller adds the archived
+points far from its solutions to the mesh, whose refinement then fills the region between them at a
+predictor's cost.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -67,6 +70,24 @@ def crowding(Q: np.ndarray) -> np.ndarray:
     return d
 
 
+def spread_subset(Q: np.ndarray, size: int) -> np.ndarray:
+    """Indices of at most `size` rows of Q spread by farthest-point sampling, each objective's least
+    value first (each objective scaled to its span): the parent pool, as NSGA-II keeps a population of
+    its size, so that the few points of a sparse region weigh as much as the many of a dense one."""
+    n = Q.shape[0]
+    if n <= size:
+        return np.arange(n)
+    span = np.maximum(Q.max(0) - Q.min(0), 1e-12)
+    Qs = (Q - Q.min(0)) / span
+    chosen = list(dict.fromkeys(int(i) for i in Q.argmin(0)))[:size]
+    d = np.min(np.linalg.norm(Qs[:, None, :] - Qs[chosen][None], axis=2), axis=1)
+    while len(chosen) < size:
+        j = int(np.argmax(d))
+        chosen.append(j)
+        d = np.minimum(d, np.linalg.norm(Qs - Qs[j], axis=1))
+    return np.asarray(chosen)
+
+
 def sbx(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One child per parent pair (rows of a, b) by bounded simulated binary crossover, each scalar
     crossed with probability ½ (else taken from a)."""
@@ -106,6 +127,77 @@ def polynomial_mutation(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rng: np.r
     return np.clip(np.where(mutate, x + dq * width, x), lo, hi)
 
 
+def ranks(F: np.ndarray) -> np.ndarray:
+    """Non-dominated sorting: 0 for the rows no other row dominates, 1 for those only rank-0 rows
+    dominate, and so on (of equal rows, the first has the lower rank)."""
+    from optlang.backends.multiobjective.metrics import nondominated_mask
+
+    r = np.zeros(F.shape[0], dtype=np.int64)
+    rest = np.arange(F.shape[0])
+    k = 0
+    while rest.size:
+        top = nondominated_mask(F[rest])
+        r[rest[top]] = k
+        rest = rest[~top]
+        k += 1
+    return r
+
+
+def survivors(F: np.ndarray, size: int) -> np.ndarray:
+    """NSGA-II's environmental selection: indices of at most `size` rows, whole ranks first, the last
+    rank cut by crowding distance (largest first)."""
+    if F.shape[0] <= size:
+        return np.arange(F.shape[0])
+    r = ranks(F)
+    chosen: list[np.ndarray] = []
+    count = 0
+    for k in range(int(r.max()) + 1):
+        idx = np.flatnonzero(r == k)
+        if count + idx.size > size:
+            d = crowding(F[idx])
+            chosen.append(idx[np.argsort(-d, kind="stable")[: size - count]])
+            break
+        chosen.append(idx)
+        count += idx.size
+    return np.concatenate(chosen)
+
+
+def children(
+    P: np.ndarray, F: np.ndarray, lo: np.ndarray, hi: np.ndarray, count: int, rng: np.random.Generator
+) -> np.ndarray:
+    """`count` children of the population (flattened points P, objectives F): binary tournaments on
+    (rank, crowding distance), SBX and polynomial mutation, a share of uniform immigrants."""
+    rank = ranks(F)
+    iso = np.zeros(F.shape[0])
+    for k in np.unique(rank):
+        idx = np.flatnonzero(rank == k)
+        iso[idx] = crowding(F[idx])
+
+    def tournament() -> np.ndarray:
+        i, j = rng.integers(0, P.shape[0], count), rng.integers(0, P.shape[0], count)
+        i_wins = (rank[i] < rank[j]) | ((rank[i] == rank[j]) & (iso[i] >= iso[j]))
+        return np.where(i_wins, i, j)
+
+    C = polynomial_mutation(sbx(P[tournament()], P[tournament()], lo, hi, rng), lo, hi, rng)
+    fresh = rng.random(count) < _IMMIGRANTS
+    C[fresh] = lo + rng.random((int(fresh.sum()), lo.size)) * (hi - lo)
+    return C
+
+
+def _flat(AX: dict[str, np.ndarray], layout: list[tuple[str, tuple[int, ...]]], n: int) -> np.ndarray:
+    return np.concatenate([np.asarray(AX[name]).reshape(n, -1) for name, _ in layout], axis=1)
+
+
+def _unflat(C: np.ndarray, layout: list[tuple[str, tuple[int, ...]]]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    col = 0
+    for name, shape in layout:
+        size = int(np.prod(shape)) if shape else 1
+        out[name] = C[:, col : col + size].reshape(C.shape[0], *shape)
+        col += size
+    return out
+
+
 def offspring(
     problem: MultiObjectiveProblem,
     F: np.ndarray,
@@ -115,25 +207,13 @@ def offspring(
     count: int,
     rng: np.random.Generator,
 ) -> dict[str, np.ndarray]:
-    """`count` children of the archived front (objectives F, points AX), as (count, *shape) arrays."""
+    """`count` children of the points AX (objectives F; at most `count` of them, spread by
+    `spread_subset` in the normalized objectives (F − z) / s, are the parents), as (count, *shape)
+    arrays."""
     lo, hi, layout = _bounds(problem)
-    P = np.concatenate([AX[name].reshape(F.shape[0], -1) for name, _ in layout], axis=1)
-    iso = crowding((F - z) / s)
-
-    def tournament() -> np.ndarray:
-        i, j = rng.integers(0, P.shape[0], count), rng.integers(0, P.shape[0], count)
-        return np.where(iso[i] >= iso[j], i, j)
-
-    C = polynomial_mutation(sbx(P[tournament()], P[tournament()], lo, hi, rng), lo, hi, rng)
-    fresh = rng.random(count) < _IMMIGRANTS
-    C[fresh] = lo + rng.random((int(fresh.sum()), lo.size)) * (hi - lo)
-    out: dict[str, np.ndarray] = {}
-    col = 0
-    for name, shape in layout:
-        size = int(np.prod(shape)) if shape else 1
-        out[name] = C[:, col : col + size].reshape(count, *shape)
-        col += size
-    return out
+    keep = spread_subset((F - z) / s, count)
+    P = _flat({k: np.asarray(v)[keep] for k, v in AX.items()}, layout, keep.size)
+    return _unflat(children(P, F[keep], lo, hi, count, rng), layout)
 
 
 def explore(
@@ -146,23 +226,37 @@ def explore(
     pop: int,
     ctx: Any,
     tol: float,
-) -> int:
-    """Generations of `pop` offspring (the last one smaller) until `evals` evaluations are spent,
-    every offspring evaluated and archived (feasible ones only: `archive_feasible`). Returns the
-    evaluations spent (0 when the archive keeps no points)."""
+) -> Iterator[int]:
+    """Generations of `pop` offspring (the last one smaller) until `evals` evaluations are spent, every
+    offspring evaluated and archived (feasible ones only: `archive_feasible`); yields the evaluations
+    spent so far after each generation (the caller stops early by leaving the loop). The population
+    starts as at most `pop` archived non-dominated points spread by `spread_subset` and evolves as
+    NSGA-II's does (`survivors` of parents and offspring), so that dominated offspring stay parents
+    while the population is small: a front collapsed to a few points (every ray at one corner) still
+    spreads. Yields nothing when the archive keeps no points."""
     from optlang.backends.multiobjective.common import archive_feasible
 
     rng = np.random.default_rng([ctx.seed, 104729, ev.count])
+    F0, AX = archive.front()
+    if AX is None or F0.shape[0] == 0:
+        return
+    lo, hi, layout = _bounds(problem)
+    keep = spread_subset((F0 - z) / s, pop)
+    P = _flat({k: np.asarray(v)[keep] for k, v in AX.items()}, layout, keep.size)
+    F = (np.asarray(F0[keep], dtype=np.float64) - z) / s  # the population's normalized objectives
+    m = F.shape[1]
     spent = 0
     while spent < evals and not ctx.should_stop():
-        F, AX = archive.front()
-        if AX is None or F.shape[0] == 0:
-            break
         n = min(pop, evals - spent)
-        kids = offspring(problem, F, AX, z, s, n, rng)
-        X = {k: torch.as_tensor(v, dtype=ctx.dtype, device=ctx.device) for k, v in kids.items()}
+        C = children(P, F, lo, hi, n, rng)
+        X = {k: torch.as_tensor(v, dtype=ctx.dtype, device=ctx.device) for k, v in _unflat(C, layout).items()}
         with torch.no_grad():
             out = ev(X)
-        archive_feasible(archive, ev, out, X, tol)
+        ok = archive_feasible(archive, ev, out, X, tol).cpu().numpy()
+        Fc = (out[:, :m].detach().cpu().numpy().astype(np.float64) - z) / s
+        ok &= np.all(np.isfinite(Fc), axis=1)
+        P, F = np.concatenate([P, C[ok]]), np.concatenate([F, Fc[ok]])
+        alive = survivors(F, pop)
+        P, F = P[alive], F[alive]
         spent += n
-    return spent
+        yield spent

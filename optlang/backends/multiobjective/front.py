@@ -7,7 +7,8 @@ every 10 iterations). Each ray's point is the minimizer of the smoothed Chebyshe
 ray meets the front whatever its shape (convex, concave); all K run as one projected-Adam batch (one
 vmapped evaluation and one backward pass per iteration). Stage 0 ends when no achievement value
 moved more than `front_tol` over 10 iterations (or at `front_iters`, at most `front_stage0` of the
-budget). Every 10 iterations from the 20th (`front_exchange`) a ray that an archived point of its own
+budget; or, when exploring is on, once one objective's value is the same over every non-dominated point
+seen: `_collapsed`). Every 10 iterations from the 20th (`front_exchange`) a ray that an archived point of its own
 sector beats on its achievement by more than `front_exchange_tol` plus what the ray gained over its
 last 10 iterations restarts from that point (no evaluation), so that rays caught in a local basin
 take a better one that another ray's path crossed. With `front_solver="slsqp"` (box and free
@@ -29,8 +30,9 @@ a quarter of the edge of an end marks the edge as a gap (a disconnected front, o
 piece) and is not kept. Refinement stops when every remaining edge is shorter than
 `front_resolution` (normalized) — the front is then `converged` — or when the `front_evals` budget is
 spent (`iteration_limit`). A resolved mesh first takes its finishing steps (`_finish`); with at least
-10 K evaluations left it is then explored (`explore.py`: evolutionary offspring of the archive) and the
-archived points found far from every solution join the mesh, whose refinement goes on from them.
+10 K evaluations left it is then explored (`explore.py`: an NSGA-II population grown from the archive)
+and the archived points found far from every solution join the mesh, whose refinement goes on from
+them; the finishing steps of a mesh that exploring grew take at most half the budget left.
 
 Every evaluated point enters the non-dominated archive; the archive is the returned front.
 """
@@ -642,6 +644,9 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             if prev_ach is not None and float((ach - prev_ach).abs().max()) < o.front_tol:
                 stopped = "converged"
                 break
+            if prev_ach is not None and o.front_explore > 0 and _collapsed(archive):
+                stopped = "limit"  # the rays cannot spread: the budget goes to the refinement and exploration
+                break
             prev_ach = ach
             if o.front_exchange and k + 10 <= iters0:
                 if prev_F is not None:  # what each ray gained by itself over its last 10 iterations
@@ -684,6 +689,17 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
     run = _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget, rho0=rho)
     run.exchanged = exchanged
     return run
+
+
+def _collapsed(archive: Any) -> bool:
+    """Every non-dominated point seen so far has the same value of one objective (range ≤ 1e-6 of the
+    largest range): the rays aimed at that objective found no gradient toward it (DTLZ4's x^100 below
+    0.9), and more stage-0 iterations only move them along the front they share."""
+    F, _ = archive.front()
+    if F.shape[0] < 2:
+        return False
+    span = F.max(0) - F.min(0)
+    return bool(span.min() <= 1e-6 * max(float(span.max()), 1e-12))
 
 
 def _extremes(
@@ -777,7 +793,9 @@ def _refine(
         else "converged" (or "time" / "diverged" from the finishing steps)."""
         nonlocal SF, SX, nd_mask, z, s, explored
         if o.front_finish and SF.shape[0]:
-            SF, SX, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, rho0)
+            # a front that exploring grew may grow more: its finishing steps leave half the budget to that
+            share = 0.5 if explored else 1.0
+            SF, SX, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, rho0, share)
             if not finished:
                 return "time" if ctx.should_stop() else "diverged"
             nd_mask = nondominated_mask(SF)
@@ -891,7 +909,7 @@ def _explore_far(
 ) -> tuple[np.ndarray, dict[str, torch.Tensor], int]:
     """A resolved mesh with budget left (at least 10 K evaluations, so that the refinement can mesh what
     is found): `explore` (at most `front_explore` of the budget left and `front_explore_gens`
-    generations of 2 K offspring), then add as solutions the archived points that
+    generations of a population of 2 K), then add as solutions the archived points that
     lie farther than 2 `front_resolution` (normalized) from every non-dominated solution, at most K, spread
     by farthest-point sampling. Exploration ends early after `_EXPLORE_PATIENCE` generations that leave
     no such point (a resolved front then costs 4 K evaluations more, not the whole allowance).
@@ -907,14 +925,10 @@ def _explore_far(
     from scipy.spatial import cKDTree
 
     tree = cKDTree((SF[nd_mask] - zn) / sn)
-    spent, idle = 0, 0
+    idle = 0
     far, dist, Q = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, SF.shape[1]))
     F, AX = archive.front()
-    while spent < evals and idle < _EXPLORE_PATIENCE:
-        n = explore(problem, archive, ev, zn, sn, min(pop, evals - spent), pop, ctx, o.constraint_tol)
-        if n == 0:
-            break
-        spent += n
+    for _ in explore(problem, archive, ev, zn, sn, evals, pop, ctx, o.constraint_tol):
         F, AX = archive.front()
         if AX is None or F.shape[0] == 0:
             return SF, SX, 0
@@ -923,6 +937,8 @@ def _explore_far(
         more = np.flatnonzero(dist > 2 * o.front_resolution)
         idle = 0 if more.size > far.size else idle + 1  # a generation that found no new point far off
         far = more
+        if idle >= _EXPLORE_PATIENCE:
+            break
     chosen: list[int] = []
     d = dist[far].copy()
     while far.size and len(chosen) < K and float(d.max()) > 2 * o.front_resolution:
@@ -950,6 +966,7 @@ def _finish(
     s: torch.Tensor,
     budget: int,
     rho0: float = _RHO0,
+    share: float = 1.0,
 ) -> tuple[np.ndarray, dict[str, torch.Tensor], bool]:
     """Spend what the budget has left on the resolved front: each non-dominated solution descends its
     own ray (the direction of its normalized objectives) a few more steps, all as one batch.
@@ -960,7 +977,7 @@ def _finish(
     non-finite objectives)."""
     nd = np.flatnonzero(nd_mask)
     extra = 1 + (_RESTORE_STEPS if ev.constrained else 0)  # the final evaluation, and the feasibility steps
-    iters = min(o.front_finish_iters, int((budget - ev.count) // max(1, nd.size)) - extra)
+    iters = min(o.front_finish_iters, int(share * (budget - ev.count) // max(1, nd.size)) - extra)
     if iters < 1 or nd.size == 0:
         return SF, SX, True
     zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)

@@ -491,7 +491,7 @@ class ParetoM3Options:
     front_ray_warm: bool = True  # start each SLSQP ray from the nearest solved non-axis ray's point (else seeded)
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_explore: float = 0.5  # a resolved mesh spends at most this fraction of the budget left on offspring
-    front_explore_gens: int = 10  # generations of 2 K offspring per exploration at most
+    front_explore_gens: int = 30  # generations of 2 K offspring per exploration at most
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
     front_finish_iters: int = 20  # at most this many finishing steps per solution
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
