@@ -158,3 +158,48 @@ def test_fuzz_a_pass_is_a_local_answer_on_the_pareto_set() -> None:
             phi_x = float((f[0] - r1) ** 2 + (f[1] - r2) ** 2) if kind == "dist" else float(f[0] + r1 * f[1])
         assert phi_x <= P[kind][near].min() + 1e-9, (s1, s2, a1, a2, pref, x)
     assert passed >= 9  # the test is not vacuous: most random models pass from a random start
+
+
+# (text, f1, f2, preference): a distance to a point is not convex along the Pareto set; its two local
+# minima sit at the set's two ends and the loop settles at the worse one (benchmarks/mo_pref1d.py,
+# seed 3, cases 0 and 24: both `converged` at the wrong end before the scan)
+TWO_ENDS = [
+    (
+        model("abs(x - 0.18)", "(x + 0.52)^4", "(f1 - 1.21)^2 + (f2 - 1.25)^2"),
+        lambda x: np.abs(x - 0.18),
+        lambda x: (x + 0.52) ** 4,
+        lambda F, x: (F[:, 0] - 1.21) ** 2 + (F[:, 1] - 1.25) ** 2,
+    ),
+    (
+        model("log(1 + (x + 0.76)^2)", "abs(x + 1.11)", "(f1 - 1.61)^2 + (f2 - 0.48)^2"),
+        lambda x: np.log1p((x + 0.76) ** 2),
+        lambda x: np.abs(x + 1.11),
+        lambda F, x: (F[:, 0] - 1.61) ** 2 + (F[:, 1] - 0.48) ** 2,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(TWO_ENDS)))
+def test_the_scan_moves_a_local_preferred_point_to_the_global_one(case: int) -> None:
+    """Without the whole-box scan the answer is the other end of the Pareto set; with it, the exact
+    one (re-derived by brute force), `converged`, and `info.scan` says where it restarted."""
+    text, f1, f2, pref = TWO_ENDS[case]
+    exact = brute(f1, f2, pref)
+    res = optlang.parse(text).solve(seed=0)
+    assert res.status.value == "converged" and abs(float(res.values["x"]) - exact) < 1e-4, (res.values, exact)
+    assert "certified from there" in res.info["scan"]
+    local = optlang.parse(text).solve(seed=0, options={"scalar_scan": 0})
+    assert abs(float(local.values["x"]) - exact) > 0.3 and "scan" not in local.info
+
+
+def test_the_scan_leaves_a_global_answer_and_refuses_an_unbounded_domain() -> None:
+    """A convex preference's answer is kept (the scan finds nothing lower); a free variable has no box
+    to scan, so `scan_scalar` declines and the answer still comes from the zoom."""
+    from optlang.backends.multiobjective.scalar1d import scan_scalar
+
+    text = model("(x - 1)^2", "(x + 1)^2", "f1 + f2")
+    res = optlang.parse(text).solve(seed=0)
+    assert abs(float(res.values["x"])) < 1e-4 and "none non-dominated" in res.info["scan"]
+    found = scan_scalar(problem_of(text), 601)
+    assert found is not None and abs(found[0]) < 1e-12 and found[2] == 601
+    assert scan_scalar(problem_of(model("(x - 1)^2", "(x + 1)^2", "f1 + f2", var="var x")), 601) is None

@@ -53,7 +53,7 @@ from optlang.backends.multiobjective.metrics import (
     strictly_dominating_count,
 )
 from optlang.backends.multiobjective.polish import polish, polishable
-from optlang.backends.multiobjective.scalar1d import certify_scalar, scalar_applies
+from optlang.backends.multiobjective.scalar1d import certify_scalar, scalar_applies, scan_scalar
 from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem, TorchFunction, Variable
@@ -523,6 +523,7 @@ class ParetoM3Options:
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
     polish_restarts: int = 2  # uncertified at the end: polish again from this many seen points of least φ
     polish_max_dim: int = 200  # polish only problems with at most this many scalar variables (Hessians are formed)
+    scalar_scan: int = 20001  # one scalar in a finite box: points of the whole-box scan for a lower φ (0: off)
     stat_tol: float = 1e-7  # converged: tangential stationarity and KKT residual (both relative) below this
 
 
@@ -539,7 +540,9 @@ RANGES = {
     "front_extreme_iters": ">=1",
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",
-    **dict.fromkeys(("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts"), ">=0"),
+    **dict.fromkeys(
+        ("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts", "scalar_scan"), ">=0"
+    ),
     **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
     **dict.fromkeys(("rho_ramp", "front_ray_share", "front_stage0"), "(0,1]"),
     "front_delta": "(0,1)",
@@ -690,6 +693,29 @@ class ParetoM3(Backend):
                     return True
             return False
 
+        def scan_from(values: dict[str, np.ndarray]) -> str:
+            """The whole-box scan (scalar1d, "Scan"): a non-dominated sample of lower φ than `values` by
+            more than rounding restarts the zoom and the test from it, and replaces the answer when it
+            passes them with a lower φ. Returns what happened, for `info`."""
+            current = float(preference.value(values))
+            found = scan_scalar(problem, o.scalar_scan)
+            if found is None:
+                return ""
+            x_s, phi_s, n_s = found
+            pol_evals[0] += n_s
+            head = f"{o.scalar_scan} evenly spaced points over the box"
+            if not np.isfinite(current) or phi_s >= current - 1e-9 * (1.0 + abs(current)):
+                return f"{head}: none non-dominated among them has a lower φ"
+            before = dict(polished)
+            polished.clear()
+            name = problem.variables[0].name
+            start = {name: np.full(problem.variables[0].shape, x_s, dtype=np.float64)}
+            if try_scalar([start]) and float(preference.value(polished["r"].values)) < current:
+                return f"{head}: φ {phi_s:.6g} at x = {x_s:.6g} below {current:.6g}; zoomed and certified from there"
+            polished.clear()
+            polished.update(before)
+            return f"{head}: φ {phi_s:.6g} at x = {x_s:.6g} below {current:.6g}, but not certified from there"
+
         def merit_of(values: dict[str, np.ndarray]) -> tuple[bool, float, np.ndarray]:
             """(weakly Pareto by the inner merit, u, F) of one point."""
             Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in values.items()}
@@ -731,6 +757,9 @@ class ParetoM3(Backend):
             for start in _archive_starts(archive, preference, vals[best], o.polish_restarts):
                 if try_polish(start):
                     break
+        scanned = ""
+        if one_scalar and o.scalar_scan > 0 and run.stopped != "time" and not ctx.should_stop():
+            scanned = scan_from(polished["r"].values if polished else vals[best])
         chosen = polished or None  # the polish whose point is returned: certified, else uncertified below
         if not polished and uncertified and uncertified["phi"] < phi[best]:
             passed, u_r, F_r = merit_of(uncertified["r"].values)
@@ -790,6 +819,8 @@ class ParetoM3(Backend):
         }
         if scalar:
             info["certificate"] = polished["r"].detail
+        if scanned:
+            info["scan"] = scanned
         checks = {
             "weak_pareto_merit": (
                 bool(ok[best]),

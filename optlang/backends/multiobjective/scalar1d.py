@@ -21,6 +21,15 @@ one dimension both the search and the test are cheap and need no derivative:
 
 ParetoM³ runs this only when the polish fails to certify, on models with one scalar variable; the
 caller still applies the merit test (x* weakly Pareto) before it claims anything.
+
+- **Scan.** Both the polish and the zoom are local: a preference that is not convex along the Pareto
+  set (the distance to a point, whose two local minima can sit at the two ends of the set) keeps the
+  local minimum the loop fell into. In a finite box the whole domain is cheap to sample, so
+  `scan_scalar` evaluates `scalar_scan` evenly spaced points and returns the one of least φ among
+  their non-dominated ones; when it beats the certified point by more than rounding, the zoom and the
+  test run from it, and its point replaces the answer if it passes them and the merit test with a
+  lower φ. The scan only proposes (a grid point just outside the Pareto set can be non-dominated
+  among the grid's and have lower φ); the zoom, the test and the merit test decide.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ MOVES = 25  # the first window walks at most this many times (by its half-width)
 FIRST_WINDOW = 0.02  # half-width of the first window, as a fraction of the domain's width
 STEPS = (1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6, 1e-6)  # the test's steps, as fractions of the width
 ROUNDING = 1e-13  # a difference counts only beyond this relative size (float64 evaluation)
+SCAN_CHUNK = 2048  # points per evaluated batch of the scan (bounds the memory of sample-axis objectives)
 
 
 @dataclass
@@ -152,3 +162,23 @@ def _one_sided(ev: Any, x: float, lo: float, hi: float, width: float) -> tuple[b
         f"one-sided test: {rises} sampled steps raise φ, {dominated} are strictly dominated by the point "
         f"(steps {STEPS[-1]:g}–{STEPS[0]:g} of the width {width:.3g}, each side inside the domain)"
     )
+
+
+def scan_scalar(problem: MultiObjectiveProblem, points: int) -> tuple[float, float, int] | None:
+    """The least φ over the non-dominated ones of `points` evenly spaced values of the one scalar across
+    its finite box (module docstring, "Scan"): (x, φ, evaluations); None for an unbounded domain or when
+    no sampled point is finite."""
+    var = problem.variables[0]
+    if var.domain.kind != "box" or not (np.isfinite(var.domain.lo) and np.isfinite(var.domain.hi)) or points < 2:
+        return None
+    xs = np.linspace(float(var.domain.lo), float(var.domain.hi), points)
+    ev = _Eval(problem)
+    parts = [ev(xs[i : i + SCAN_CHUNK]) for i in range(0, xs.size, SCAN_CHUNK)]
+    F = np.concatenate([f for f, _ in parts])
+    phi = np.concatenate([p for _, p in parts])
+    idx = np.flatnonzero(np.all(np.isfinite(F), axis=1) & np.isfinite(phi))
+    if idx.size == 0:
+        return None
+    nd = idx[nondominated_mask(F[idx])]
+    i = int(nd[np.argmin(phi[nd])])
+    return float(xs[i]), float(phi[i]), ev.count
