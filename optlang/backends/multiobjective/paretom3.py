@@ -693,28 +693,33 @@ class ParetoM3(Backend):
                     return True
             return False
 
-        def scan_from(values: dict[str, np.ndarray]) -> str:
+        def scan_from(values: dict[str, np.ndarray]) -> tuple[str, int]:
             """The whole-box scan (scalar1d, "Scan"): a non-dominated sample of lower φ than `values` by
-            more than rounding restarts the zoom and the test from it, and replaces the answer when it
-            passes them with a lower φ. Returns what happened, for `info`."""
+            more than rounding, or any sample that dominates `values`, restarts the zoom and the test
+            from the scan's point, which replaces the answer when it passes them (with a lower φ unless
+            `values` was dominated). Returns (what happened, for `info`; how many samples dominate the
+            answer that stands: when any do, it is not weakly Pareto and claims nothing)."""
             current = float(preference.value(values))
             found = scan_scalar(problem, o.scalar_scan)
             if found is None:
-                return ""
-            x_s, phi_s, n_s = found
-            pol_evals[0] += n_s
+                return "", 0
+            pol_evals[0] += found.evaluations
+            Fv = np.array([float(f.value(values)) for _, f in problem.objectives])
+            n_dom = found.dominating(Fv, o.merit_tol * (1.0 + float(np.abs(Fv).max())))
             head = f"{o.scalar_scan} evenly spaced points over the box"
-            if not np.isfinite(current) or phi_s >= current - 1e-9 * (1.0 + abs(current)):
-                return f"{head}: none non-dominated among them has a lower φ"
+            lower = np.isfinite(current) and found.phi < current - 1e-9 * (1.0 + abs(current))
+            if not n_dom and not lower:
+                return f"{head}: none dominates the point, none non-dominated among them has a lower φ", 0
+            why = f"{n_dom} of them dominate the point" if n_dom else f"φ {found.phi:.6g} below {current:.6g}"
             before = dict(polished)
             polished.clear()
             name = problem.variables[0].name
-            start = {name: np.full(problem.variables[0].shape, x_s, dtype=np.float64)}
-            if try_scalar([start]) and float(preference.value(polished["r"].values)) < current:
-                return f"{head}: φ {phi_s:.6g} at x = {x_s:.6g} below {current:.6g}; zoomed and certified from there"
+            start = {name: np.full(problem.variables[0].shape, found.x, dtype=np.float64)}
+            if try_scalar([start]) and (n_dom or float(preference.value(polished["r"].values)) < current):
+                return f"{head}: {why}; zoomed and certified from x = {found.x:.6g}", 0
             polished.clear()
             polished.update(before)
-            return f"{head}: φ {phi_s:.6g} at x = {x_s:.6g} below {current:.6g}, but not certified from there"
+            return f"{head}: {why}, but the zoom from x = {found.x:.6g} was not certified", n_dom
 
         def merit_of(values: dict[str, np.ndarray]) -> tuple[bool, float, np.ndarray]:
             """(weakly Pareto by the inner merit, u, F) of one point."""
@@ -757,9 +762,11 @@ class ParetoM3(Backend):
             for start in _archive_starts(archive, preference, vals[best], o.polish_restarts):
                 if try_polish(start):
                     break
-        scanned = ""
+        scanned, refuted = "", 0
         if one_scalar and o.scalar_scan > 0 and run.stopped != "time" and not ctx.should_stop():
-            scanned = scan_from(polished["r"].values if polished else vals[best])
+            scanned, refuted = scan_from(polished["r"].values if polished else vals[best])
+            if refuted:  # the answer is not weakly Pareto: no polish of it is returned as certified
+                polished.clear()
         chosen = polished or None  # the polish whose point is returned: certified, else uncertified below
         if not polished and uncertified and uncertified["phi"] < phi[best]:
             passed, u_r, F_r = merit_of(uncertified["r"].values)
@@ -787,10 +794,12 @@ class ParetoM3(Backend):
         # one objective and better in another by more than tol counts as dominating.)
         n_dom = strictly_dominating_count(seen, F[best], tol_dom)
         status = Status.CONVERGED if polished else _status(run.stopped, ctx)
-        if status.has_solution and not ok[best] and status == Status.CONVERGED:
+        if status.has_solution and (refuted or not ok[best]) and status == Status.CONVERGED:
             status = Status.FEASIBLE
         scalar = polished.get("how") == "scalar"
-        if scalar:
+        if scalar and "certified from" in scanned:
+            returned = "zoomed from the whole-box scan's point and certified by the one-variable test"
+        elif scalar:
             returned = "zoomed and certified by the one-variable test (one scalar variable: a kink or degenerate end)"
         elif polished:
             returned = "polished"
@@ -828,9 +837,10 @@ class ParetoM3(Backend):
                 f"(tolerance {o.merit_tol * scale[best]:.3g})",
             ),
             "not_dominated_by_seen": (
-                n_dom == 0,
+                n_dom == 0 and not refuted,
                 f"{n_dom} of the {seen.shape[0]} non-dominated points among {archive.seen} evaluated ones "
-                f"are better than the result in every objective by more than {tol_dom:.2g}",
+                f"are better than the result in every objective by more than {tol_dom:.2g}"
+                + (f"; {refuted} of the whole-box scan's samples are" if refuted else ""),
             ),
         }
         ctx.report(float(phi[best]), None)

@@ -24,12 +24,16 @@ caller still applies the merit test (x* weakly Pareto) before it claims anything
 
 - **Scan.** Both the polish and the zoom are local: a preference that is not convex along the Pareto
   set (the distance to a point, whose two local minima can sit at the two ends of the set) keeps the
-  local minimum the loop fell into. In a finite box the whole domain is cheap to sample, so
-  `scan_scalar` evaluates `scalar_scan` evenly spaced points and returns the one of least φ among
-  their non-dominated ones; when it beats the certified point by more than rounding, the zoom and the
-  test run from it, and its point replaces the answer if it passes them and the merit test with a
-  lower φ. The scan only proposes (a grid point just outside the Pareto set can be non-dominated
-  among the grid's and have lower φ); the zoom, the test and the merit test decide.
+  local minimum the loop fell into, and the merit test (an ascent from the point) is local too: a
+  point that is Pareto only locally (another valley of a sin term lower in every objective) passes
+  it. In a finite box the whole domain is cheap to sample, so `scan_scalar` evaluates `scalar_scan`
+  evenly spaced points and returns the one of least φ among their non-dominated ones. When it beats
+  the certified point by more than rounding, or when any sample is better than that point in every
+  objective by more than the merit tolerance (the point is then not even weakly Pareto), the zoom and
+  the test run from the scan's point, and its point replaces the answer if it passes them and the
+  merit test (with a lower φ, unless the answer was dominated). The scan proposes, and only a sample
+  that dominates refutes; the zoom, the test and the merit test certify (a grid point just outside
+  the Pareto set can be non-dominated among the grid's and have lower φ).
 """
 
 from __future__ import annotations
@@ -164,10 +168,25 @@ def _one_sided(ev: Any, x: float, lo: float, hi: float, width: float) -> tuple[b
     )
 
 
-def scan_scalar(problem: MultiObjectiveProblem, points: int) -> tuple[float, float, int] | None:
-    """The least φ over the non-dominated ones of `points` evenly spaced values of the one scalar across
-    its finite box (module docstring, "Scan"): (x, φ, evaluations); None for an unbounded domain or when
-    no sampled point is finite."""
+@dataclass
+class Scan:
+    """The whole-box scan: the sample of least φ among the non-dominated ones (x, φ), every sample's
+    objectives (F, rows of finite samples only) and the evaluations spent."""
+
+    x: float
+    phi: float
+    F: np.ndarray
+    evaluations: int
+
+    def dominating(self, f: np.ndarray, tol: float) -> int:
+        """How many samples are better than the objectives `f` in every objective by more than `tol`: any
+        one proves that a point with objectives f is not even weakly Pareto."""
+        return int(np.all(self.F < np.asarray(f, dtype=np.float64) - tol, axis=1).sum())
+
+
+def scan_scalar(problem: MultiObjectiveProblem, points: int) -> Scan | None:
+    """Sample `points` evenly spaced values of the one scalar across its finite box (module docstring,
+    "Scan"); None for an unbounded domain or when no sampled point is finite."""
     var = problem.variables[0]
     if var.domain.kind != "box" or not (np.isfinite(var.domain.lo) and np.isfinite(var.domain.hi)) or points < 2:
         return None
@@ -181,4 +200,4 @@ def scan_scalar(problem: MultiObjectiveProblem, points: int) -> tuple[float, flo
         return None
     nd = idx[nondominated_mask(F[idx])]
     i = int(nd[np.argmin(phi[nd])])
-    return float(xs[i]), float(phi[i]), ev.count
+    return Scan(float(xs[i]), float(phi[i]), F[idx], ev.count)
