@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 import optlang
 from optlang.backends.multiobjective.metrics import nondominated_mask
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.mo_pref1d import FAMILIES as NARROW  # noqa: E402
+
 FAMILIES: list[tuple[str, Callable[[np.ndarray, float], np.ndarray]]] = [
-    ("(x - {a})^2", lambda x, a: (x - a) ** 2),
-    ("abs(x - {a})", lambda x, a: np.abs(x - a)),
-    ("exp(x - {a})", lambda x, a: np.exp(x - a)),
-    ("exp({a} - x)", lambda x, a: np.exp(a - x)),
-    ("(x - {a})^4", lambda x, a: (x - a) ** 4),
-    ("log(1 + (x - {a})^2)", lambda x, a: np.log1p((x - a) ** 2)),
+    *NARROW,
     ("sqrt(1 + (x - {a})^2)", lambda x, a: np.sqrt(1 + (x - a) ** 2)),
     ("(x - {a})^2 + 0.5 * sin(3 * x)", lambda x, a: (x - a) ** 2 + 0.5 * np.sin(3 * x)),
     ("softplus(x - {a})", lambda x, a: np.logaddexp(0, x - a)),

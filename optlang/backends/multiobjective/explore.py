@@ -198,6 +198,18 @@ def _unflat(C: np.ndarray, layout: list[tuple[str, tuple[int, ...]]]) -> dict[st
     return out
 
 
+def _population(
+    problem: MultiObjectiveProblem, F: np.ndarray, AX: dict[str, np.ndarray], z: np.ndarray, s: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[str, tuple[int, ...]]]]:
+    """At most `size` of the points AX (objectives F) spread by `spread_subset`: their flattened points,
+    their normalized objectives (F − z) / s, the per-scalar bounds and the variables' layout."""
+    lo, hi, layout = _bounds(problem)
+    Fn = (np.asarray(F, dtype=np.float64) - z) / s
+    keep = spread_subset(Fn, size)
+    P = _flat({k: np.asarray(v)[keep] for k, v in AX.items()}, layout, keep.size)
+    return P, Fn[keep], lo, hi, layout
+
+
 def offspring(
     problem: MultiObjectiveProblem,
     F: np.ndarray,
@@ -210,10 +222,8 @@ def offspring(
     """`count` children of the points AX (objectives F; at most `count` of them, spread by
     `spread_subset` in the normalized objectives (F − z) / s, are the parents), as (count, *shape)
     arrays."""
-    lo, hi, layout = _bounds(problem)
-    keep = spread_subset((F - z) / s, count)
-    P = _flat({k: np.asarray(v)[keep] for k, v in AX.items()}, layout, keep.size)
-    return _unflat(children(P, F[keep], lo, hi, count, rng), layout)
+    P, Fn, lo, hi, layout = _population(problem, F, AX, z, s, count)
+    return _unflat(children(P, Fn, lo, hi, count, rng), layout)
 
 
 def explore(
@@ -240,10 +250,7 @@ def explore(
     F0, AX = archive.front()
     if AX is None or F0.shape[0] == 0:
         return
-    lo, hi, layout = _bounds(problem)
-    keep = spread_subset((F0 - z) / s, pop)
-    P = _flat({k: np.asarray(v)[keep] for k, v in AX.items()}, layout, keep.size)
-    F = (np.asarray(F0[keep], dtype=np.float64) - z) / s  # the population's normalized objectives
+    P, F, lo, hi, layout = _population(problem, F0, AX, z, s, pop)
     m = F.shape[1]
     spent = 0
     while spent < evals and not ctx.should_stop():

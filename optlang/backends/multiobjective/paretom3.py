@@ -716,6 +716,7 @@ class ParetoM3(Backend):
             name = problem.variables[0].name
             start = {name: np.full(problem.variables[0].shape, found.x, dtype=np.float64)}
             if try_scalar([start]) and (n_dom or float(preference.value(polished["r"].values)) < current):
+                polished["scanned"] = True
                 return f"{head}: {why}; zoomed and certified from x = {found.x:.6g}", 0
             polished.clear()
             polished.update(before)
@@ -797,7 +798,7 @@ class ParetoM3(Backend):
         if status.has_solution and (refuted or not ok[best]) and status == Status.CONVERGED:
             status = Status.FEASIBLE
         scalar = polished.get("how") == "scalar"
-        if scalar and "certified from" in scanned:
+        if scalar and polished.get("scanned"):
             returned = "zoomed from the whole-box scan's point and certified by the one-variable test"
         elif scalar:
             returned = "zoomed and certified by the one-variable test (one scalar variable: a kink or degenerate end)"
