@@ -47,6 +47,7 @@ from optlang.backends.multiobjective.common import (
     safe_grads,
     variable_scale,
 )
+from optlang.backends.multiobjective.front_scan import FrontScan, scan_front
 from optlang.backends.multiobjective.metrics import (
     hypervolume,
     nondominated_mask,
@@ -521,6 +522,9 @@ class ParetoM3Options:
     tol: float = 1e-6  # early stop: relative change of x and φ over 50 iterations below tol
     polish: bool = True  # polish the preferred point by SLSQP on the Pareto-critical system (box/free variables)
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
+    front_scan: int = (
+        1000  # 2+ variables, with a preference: evaluations of a coarse front checking the answer; 0 = off
+    )
     polish_restarts: int = 2  # uncertified at the end: polish again from this many seen points of least φ
     polish_max_dim: int = 200  # polish only problems with at most this many scalar variables (Hessians are formed)
     scalar_scan: int = 20001  # one scalar in a finite box: points of the whole-box scan for a lower φ (0: off)
@@ -541,7 +545,8 @@ RANGES = {
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",
     **dict.fromkeys(
-        ("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts", "scalar_scan"), ">=0"
+        ("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts", "scalar_scan", "front_scan"),
+        ">=0",
     ),
     **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
     **dict.fromkeys(("rho_ramp", "front_ray_share", "front_stage0"), "(0,1]"),
@@ -722,6 +727,133 @@ class ParetoM3(Backend):
             polished.update(before)
             return f"{head}: {why}, but the zoom from x = {found.x:.6g} was not certified", n_dom
 
+        def scan_front_from(values: dict[str, np.ndarray], weakly_pareto: bool) -> tuple[str, int]:
+            """The coarse front (front_scan.py): its points of least φ (one per region) restart the polish,
+            whose certified point replaces the answer when it is lower in φ, or when the answer was
+            uncertified and not weakly Pareto by the merit test, or dominated by a scan point; else a
+            region lower in φ away from the answer runs the loop again (`rerun_from`). Returns (what
+            happened, for `info`; how many scan points dominate the answer that stands)."""
+            found = scan_front(problem, preference, o, ctx)
+            if found is None:
+                return "", 0
+            pol_evals[0] += found.evaluations
+            archive.add(
+                torch.as_tensor(found.F), {n: torch.as_tensor(v) for n, v in found.X.items()}
+            )  # the `not_dominated_by_seen` check covers the scan's points too
+            current = float(preference.value(values))
+            Fv = np.array([float(f.value(values)) for _, f in problem.objectives])
+            n_dom = strictly_dominating_count(found.F, Fv, o.merit_tol * (1.0 + float(np.abs(Fv).max())))
+            head = f"a coarse front of {found.points} non-dominated points ({found.evaluations} evaluations)"
+            certified = bool(polished)
+            margin = 1e-9 * (1.0 + abs(current)) if np.isfinite(current) else 0.0
+            picked = found.starts(o.polish_restarts + 1) if use_polish else []
+            if certified:  # a start in the certified answer's own region polishes back to it
+                picked = [i for i in picked if found.apart(found.F[i], Fv)]
+            starts = [found.point(i) for i in picked]
+            why = f"{n_dom} of them dominate the point" if n_dom else "none dominates the point"
+            if not starts:
+                return f"{head}: {why}", n_dom
+            before = dict(polished)
+            for start in starts:
+                polished.clear()
+                if not try_polish(start):
+                    continue
+                phi_new = float(preference.value(polished["r"].values))
+                if n_dom or (not certified and not weakly_pareto) or phi_new < current - margin:
+                    polished["scanned"] = True
+                    return f"{head}: {why}; polished and certified from a scan point (φ {phi_new:.6g})", 0
+            polished.clear()
+            polished.update(before)
+            tried = f"{head}: {why}; the polish from its {len(starts)} points of least φ gave no better certified point"
+            far = found.lowest_elsewhere(Fv)
+            clearly_lower = far is not None and (
+                not np.isfinite(current) or found.phi[far] < current - 1e-3 * (1.0 + abs(current))
+            )
+            answer_bad = not (certified or weakly_pareto)
+            start = found.point(far) if clearly_lower and far is not None else starts[0]
+            if clearly_lower and not answer_bad:
+                # a region counts when its point, moved onto the front by the merit's ascent (at most three
+                # times the point that dominates it most), is still lower: stage 0's rays that have not
+                # converged (3 objectives) leave points off the front with a lower φ
+                start, on_front = toward_front(start)
+                phi_on = float(preference.value(start))
+                clearly_lower = on_front and phi_on < current - 1e-3 * (1.0 + abs(current))
+            if not (clearly_lower or answer_bad) or ctx.should_stop():
+                return tried, n_dom
+            # a region away from the answer that the polish cannot certify (a kink of ‖·‖ at the end of
+            # the Pareto set) and lower in φ by more than rounding, or an answer that is not even weakly
+            # Pareto: the single loop runs again from that region's (else the scan's) best point
+            moved = rerun_from(start, found, Fv, current, certified or weakly_pareto)
+            if moved is None:
+                return tried + "; the loop from its best point did not end lower and weakly Pareto", n_dom
+            if polished:
+                return f"{head}: {why}; the loop from its best point was polished and certified", 0
+            better.update(moved)
+            return f"{head}: {why}; the loop from its best point (not certified) replaced the answer", 0
+
+        def rerun_from(
+            start: dict[str, np.ndarray], found: FrontScan, f_answer: np.ndarray, current: float, answer_ok: bool
+        ) -> dict[str, Any] | None:
+            """The single loop again from `start` (the polish checkpoints as in the first run); its point
+            when it is weakly Pareto by the merit test and clearly lower in φ than the answer (objectives
+            `f_answer`, φ `current`; or the answer was not weakly Pareto). A certified polish along the way
+            is left in `polished`."""
+            before = dict(polished)
+            polished.clear()
+            margin = 1e-9 * (1.0 + abs(current)) if np.isfinite(current) else 0.0
+
+            def lower_polish(X: dict[str, torch.Tensor], phi_vals: torch.Tensor) -> bool:
+                """The checkpoint of the second loop: a certified polish ends it only when it is lower
+                (from a kink the polish can slide back to the answer's own valley)."""
+                if checkpoint(X, phi_vals):
+                    if not answer_ok or float(preference.value(polished["r"].values)) < current - margin:
+                        return True
+                    polished.clear()
+                return False
+
+            loop2 = M3Loop(problem, o, ctx, archive)
+            X0 = {
+                n: torch.as_tensor(np.asarray(v, dtype=np.float64)[None], dtype=ctx.dtype, device=ctx.device)
+                for n, v in start.items()
+            }
+            run2 = loop2.run(
+                X0,
+                pref,
+                iters,
+                o.lambda_rule,
+                archive_every=5,
+                checkpoint=lower_polish if use_polish else None,
+                check_every=o.polish_every,
+            )
+            pol_evals[0] += loop2.evaluations()
+            if polished:
+                polished["scanned"] = True
+                return {}
+            else:
+                values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in run2.X.items()}
+                passed, u2, F2 = merit_of(values)
+                phi2 = float(preference.value(values))
+                # an uncertified point replaces a weakly Pareto answer only from another region and lower
+                # by more than the merit tolerance can explain (near a degenerate end, (·)² of a squared
+                # distance, a point 0.07 off the Pareto set passes the merit test and is lower in φ)
+                clear = phi2 < current - 1e-3 * (1.0 + abs(current)) and found.apart(F2, f_answer)
+                if passed and np.isfinite(phi2) and (not answer_ok or clear):
+                    return {"values": values, "u": u2, "F": F2, "phi": phi2, "run": run2}
+            polished.update(before)
+            return None
+
+        def toward_front(values: dict[str, np.ndarray], times: int = 3) -> tuple[dict[str, np.ndarray], bool]:
+            """`values`, or the point that dominates it most (the merit's ascent), repeated until the merit
+            test passes, at most `times` moves: (the point, whether it passed)."""
+            for _ in range(times + 1):
+                Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in values.items()}
+                u, y, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
+                Fp = np.array([float(f.value(values)) for _, f in problem.objectives])
+                if np.all(np.isfinite(Fp)) and u[0] <= o.merit_tol * (1.0 + np.abs(Fp).max()):
+                    return values, True
+                values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in y.items()}
+            return values, False
+
         def merit_of(values: dict[str, np.ndarray]) -> tuple[bool, float, np.ndarray]:
             """(weakly Pareto by the inner merit, u, F) of one point."""
             Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in values.items()}
@@ -764,10 +896,23 @@ class ParetoM3(Backend):
                 if try_polish(start):
                     break
         scanned, refuted = "", 0
+        better: dict[str, Any] = {}  # an uncertified point of a second loop that replaces the answer (front scan)
         if one_scalar and o.scalar_scan > 0 and run.stopped != "time" and not ctx.should_stop():
             scanned, refuted = scan_from(polished["r"].values if polished else vals[best])
-            if refuted:  # the answer is not weakly Pareto: no polish of it is returned as certified
-                polished.clear()
+        elif not one_scalar and o.front_scan > 0 and run.stopped != "time" and not ctx.should_stop():
+            answer, answer_ok = (polished["r"].values, True) if polished else (vals[best], bool(ok[best]))
+            if not polished and uncertified and uncertified["phi"] < phi[best] and merit_of(uncertified["r"].values)[0]:
+                answer, answer_ok = uncertified["r"].values, True  # the point returned below, uncertified
+            scanned, refuted = scan_front_from(answer, answer_ok)
+        if refuted:  # the answer is not weakly Pareto: no polish of it is returned as certified
+            polished.clear()
+        stopped, iterations = run.stopped, run.iterations
+        if better:  # the second loop's point: its stop decides the status (it is not certified)
+            stopped, iterations = better["run"].stopped, iterations + better["run"].iterations
+            vals[best] = better["values"]
+            F[best], phi[best], u_p[best], u_x[best] = better["F"], better["phi"], better["u"], better["u"]
+            scale[best] = 1.0 + np.abs(better["F"]).max()
+            ok[best], use_y[best] = True, False
         chosen = polished or None  # the polish whose point is returned: certified, else uncertified below
         if not polished and uncertified and uncertified["phi"] < phi[best]:
             passed, u_r, F_r = merit_of(uncertified["r"].values)
@@ -794,12 +939,14 @@ class ParetoM3(Backend):
         # everywhere and < − tol somewhere", fails on correct answers: a front neighbour slightly worse in
         # one objective and better in another by more than tol counts as dominating.)
         n_dom = strictly_dominating_count(seen, F[best], tol_dom)
-        status = Status.CONVERGED if polished else _status(run.stopped, ctx)
+        status = Status.CONVERGED if polished else _status(stopped, ctx)
         if status.has_solution and (refuted or not ok[best]) and status == Status.CONVERGED:
             status = Status.FEASIBLE
         scalar = polished.get("how") == "scalar"
         if scalar and polished.get("scanned"):
             returned = "zoomed from the whole-box scan's point and certified by the one-variable test"
+        elif polished.get("scanned"):
+            returned = "polished from a point of the coarse front (front_scan)"
         elif scalar:
             returned = "zoomed and certified by the one-variable test (one scalar variable: a kink or degenerate end)"
         elif polished:
@@ -823,7 +970,7 @@ class ParetoM3(Backend):
             "evaluation_unit": "one point evaluation = the objective vector (and preference) at one point, "
             "with or without its gradient",
             "rho_final": float(run.rho[best]),
-            "stopped": run.stopped,
+            "stopped": stopped,
             "vmap": bool(loop.evy.vmap_ok),
             "starts": B,
         }
@@ -841,7 +988,11 @@ class ParetoM3(Backend):
                 n_dom == 0 and not refuted,
                 f"{n_dom} of the {seen.shape[0]} non-dominated points among {archive.seen} evaluated ones "
                 f"are better than the result in every objective by more than {tol_dom:.2g}"
-                + (f"; {refuted} of the whole-box scan's samples are" if refuted else ""),
+                + (
+                    f"; {refuted} of the {'whole-box' if one_scalar else 'coarse front'} scan's points are"
+                    if refuted
+                    else ""
+                ),
             ),
         }
         ctx.report(float(phi[best]), None)
@@ -849,7 +1000,7 @@ class ParetoM3(Backend):
             status=status,
             values=vals[best],
             objective=float(phi[best]),
-            iterations=run.iterations,
+            iterations=iterations,
             history=list(ctx.history),
             info=info,
             checks=checks,

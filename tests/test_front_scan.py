@@ -1,0 +1,101 @@
+"""The coarse front that checks a preferred point of several variables (front_scan.py, `front_scan`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import optlang
+from optlang.backends.multiobjective.front_scan import FrontScan
+
+CONCAVE = """var x[3] in [0, 1]
+let g = 1 + 9 * mean(x[1:])
+minimize {
+  f1: x[0]
+  f2: g * (1 - (x[0] / g)^2)
+}
+prefer f1 + 1.5 * f2
+"""
+
+
+def _phi_concave(x: np.ndarray) -> float:
+    """φ = f1 + 1.5 f2 of CONCAVE, recomputed in float64 from the returned point."""
+    g = 1 + 9 * float(np.mean(x[1:]))
+    return float(x[0] + 1.5 * g * (1 - (x[0] / g) ** 2))
+
+
+def test_a_weighted_sum_on_a_concave_front_goes_to_the_better_end() -> None:
+    """f1 + 1.5 f2 on the concave front f2 = 1 − f1²: φ = f1 + 1.5(1 − f1²) has local minima at both
+    ends, 1.5 at f1 = 0 and 1 at f1 = 1. The loop and its polish certify the end they reach (f1 = 0, a
+    false `converged` before the scan); the scan's point of least φ restarts the polish at the other."""
+    local = optlang.parse(CONCAVE).solve(seed=0, options={"front_scan": 0})
+    assert local.status.value == "converged" and _phi_concave(np.asarray(local.values["x"])) > 1.49
+    res = optlang.parse(CONCAVE).solve(seed=0)
+    x = np.asarray(res.values["x"], dtype=np.float64)
+    assert res.status.value == "converged"
+    assert abs(_phi_concave(x) - 1.0) < 1e-6 and abs(x[0] - 1.0) < 1e-6 and np.abs(x[1:]).max() < 1e-6
+    assert "certified from a scan point" in res.info["scan"]
+    assert res.info["returned"] == "polished from a point of the coarse front (front_scan)"
+    assert all(c.passed for c in res.checks) and {"not_dominated_by_seen", "weak_pareto_merit"} <= {
+        c.name for c in res.checks
+    }
+
+
+def test_a_point_snapped_to_a_bound_is_not_the_answer() -> None:
+    """f1 + 0.06 f2 on ZDT1's front: φ(f1) = f1 + 0.06(1 − √f1) is least at f1 = 0.0009 and decreasing
+    at f1 = 0 (slope −∞). The loop's polish fixed x₀ on its bound (within 1e-3 of it) and certified
+    x = 0 (φ 0.06); a scan point farther along polishes to x₀ = 0.0009 (φ 0.0591)."""
+    src = (
+        "var x[5] in [0, 1]\nlet g = 1 + 9 * mean(x[1:])\nminimize {\n  f1: x[0]\n"
+        "  f2: g * (1 - sqrt(x[0] / g))\n}\nprefer f1 + 0.06 * f2\n"
+    )
+    res = optlang.parse(src).solve(seed=17)
+    x = np.asarray(res.values["x"], dtype=np.float64)
+    assert res.status.value == "converged"
+    assert abs(x[0] - 0.0009) < 1e-7 and np.abs(x[1:]).max() < 1e-9
+    assert abs(res.objective - (0.0009 + 0.06 * (1 - 0.03))) < 1e-9
+
+
+def test_a_lower_region_the_polish_cannot_certify_takes_the_claim_away() -> None:
+    """f2 = √(weighted squared distance) has a kink at its minimizer b, the end of the Pareto set where
+    (f1 − 0.79)² + (f2 − 0.36)² is least (φ 0.5857); the polish certifies the other end a (φ 0.6372).
+    The scan's region near b is lower by far more than rounding: the loop runs again from it and its
+    point (not certifiable at a kink) replaces the answer, without the `converged` claim."""
+    src = (
+        "var x[2] in [-3, 3]\nminimize {\n  f1: log(1 + sum([2.63, 1.53] * (x - [1.21, -1.67])^2))\n"
+        "  f2: sqrt(sum([1.22, 1.79] * (x - [1.42, -1.73])^2))\n}\nprefer (f1 - 0.79)^2 + (f2 - 0.36)^2\n"
+    )
+    res = optlang.parse(src).solve(seed=19)
+    x = np.asarray(res.values["x"], dtype=np.float64)
+    f1 = np.log1p(np.sum(np.array([2.63, 1.53]) * (x - [1.21, -1.67]) ** 2))
+    f2 = np.sqrt(np.sum(np.array([1.22, 1.79]) * (x - [1.42, -1.73]) ** 2))
+    assert res.status.value != "converged"
+    assert (f1 - 0.79) ** 2 + (f2 - 0.36) ** 2 < 0.6 and np.linalg.norm(x - [1.42, -1.73]) < 0.05
+    assert "replaced the answer" in res.info["scan"]
+
+
+def _scan(F: np.ndarray, phi: np.ndarray) -> FrontScan:
+    return FrontScan(
+        F=F, X={"x": np.arange(F.shape[0], dtype=np.float64)[:, None]}, phi=phi, evaluations=0, points=len(F)
+    )
+
+
+def test_starts_take_one_point_per_region_in_order_of_phi() -> None:
+    """The least point of each basin first (the 0.3 valley, then the 0.9 one), then points of least φ
+    kept apart from those taken."""
+    t = np.linspace(0, 1, 101)
+    F = np.stack([t, 1 - t], 1)
+    phi = (t - 0.3) ** 2 * (t - 0.9) ** 2 + 0.01 * t  # minima near 0.3 and 0.9, the first lower
+    picked = [i / 100 for i in _scan(F, phi).starts(3)]
+    assert len(picked) == 3 and abs(picked[0] - 0.3) < 0.02 and abs(picked[1] - 0.9) < 0.03
+    assert abs(picked[2] - 0.3) < 0.1 and abs(picked[2] - picked[0]) * np.sqrt(2) > 0.05
+
+
+def test_lowest_elsewhere_ignores_the_answers_own_region() -> None:
+    t = np.linspace(0, 1, 101)
+    F = np.stack([t, 1 - t], 1)
+    phi = np.abs(t - 0.5)  # least at the answer itself
+    scan = _scan(F, phi)
+    i = scan.lowest_elsewhere(np.array([0.5, 0.5]))
+    assert i is not None and abs(t[i] - 0.5) > 0.035  # the nearest point outside a radius of 0.05 (normalized)
+    assert scan.apart(F[0], F[-1]) and not scan.apart(F[50], F[51])
+    assert _scan(F[:1], phi[:1]).lowest_elsewhere(F[0]) is None
