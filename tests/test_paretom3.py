@@ -773,12 +773,16 @@ def test_a_critical_polish_that_cannot_be_certified_is_still_returned_when_bette
         "var x in [-3, 3]\nvar y in [-1, 1]\nminimize {\n  f1: (x - 0.97)^4 + y^2\n  f2: exp(x - 1.18) + y^2\n}\n"
         "prefer (x - 1.88)^2 + y^2"
     )
-    # (the front scan off: from one of its points the polish reaches the end with λ₂ ≥ 0 active and
-    # certifies it, x within 1e-5; this test is about the uncertified path)
-    res = optlang.parse(text).solve(seed=0, options={"iters": 200, "front_scan": 0})
+    # (the front scan and the end test off: from one of the scan's points the polish reaches the end
+    # with λ₂ ≥ 0 active and certifies it, x within 1e-5, and the end test certifies the loop's point —
+    # below; this part is about the uncertified path)
+    res = optlang.parse(text).solve(seed=0, options={"iters": 200, "front_scan": 0, "end_test": False})
     assert abs(float(res.values["x"]) - 0.97) < 1e-5 and abs(float(res.values["y"])) < 1e-6
     assert res.status.value == "iteration_limit" and res.info["returned"].startswith("polished, not certified")
     assert all(c.passed for c in res.checks)
+    ended = optlang.parse(text).solve(seed=0, options={"iters": 200, "front_scan": 0})
+    assert ended.status.value == "converged" and ended.info["returned"].startswith("certified by the end test")
+    assert abs(float(ended.values["x"]) - 0.97) < 1e-5 and abs(float(ended.values["y"])) < 1e-9
     alone = text.replace("var y in [-1, 1]\n", "").replace(" + y^2", "")
     one = optlang.parse(alone).solve(seed=0, options={"iters": 200})
     assert one.status.value == "converged" and one.info["returned"].startswith("zoomed and certified")

@@ -47,6 +47,7 @@ from optlang.backends.multiobjective.common import (
     safe_grads,
     variable_scale,
 )
+from optlang.backends.multiobjective.end_test import certify_end, end_applies
 from optlang.backends.multiobjective.front_scan import FrontScan, scan_front
 from optlang.backends.multiobjective.metrics import (
     hypervolume,
@@ -521,6 +522,7 @@ class ParetoM3Options:
     front_max: int = 0  # points in info["front"]: 0 = the whole non-dominated archive; k > 0 = k kept by HV
     tol: float = 1e-6  # early stop: relative change of x and φ over 50 iterations below tol
     polish: bool = True  # polish the preferred point by SLSQP on the Pareto-critical system (box/free variables)
+    end_test: bool = True  # two objectives, 2+ variables: the sampled end test where the polish cannot certify
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
     front_scan: int = (
         1000  # 2+ variables, with a preference: evaluations of a coarse front checking the answer; 0 = off
@@ -655,6 +657,7 @@ class ParetoM3(Backend):
         pol_evals = [0, 0]  # point evaluations spent polishing, attempts
         use_polish = o.polish and polishable(problem, o.polish_max_dim)
         one_scalar = scalar_applies(problem)
+        end_ok = o.end_test and not one_scalar and end_applies(problem, o.polish_max_dim)
 
         def try_polish(start: dict[str, np.ndarray]) -> bool:
             """Polish from `start`; keep it when stationary and weakly Pareto by the inner merit."""
@@ -671,7 +674,12 @@ class ParetoM3(Backend):
                         uncertified.update(r=r, phi=phi_r)
                 # one scalar variable: a kink or a degenerate end at the answer has no smooth
                 # Pareto-critical solution; the zoom and the one-sided test decide instead
-                return one_scalar and try_scalar([start] + ([r.values] if r is not None else []))
+                tried = [start] + ([r.values] if r is not None else [])
+                if one_scalar:
+                    return try_scalar(tried)
+                # two objectives: a kink or degenerate minimum of one objective at the end of the
+                # Pareto set; the sampled end test (end_test.py) decides instead
+                return end_ok and try_end(tried)
             passed, u, _ = merit_of(r.values)
             if not passed:
                 return False
@@ -695,6 +703,21 @@ class ParetoM3(Backend):
                 passed, u, _ = merit_of(c.values)
                 if passed:
                     polished.update(r=c, u=u, how="scalar")
+                    return True
+            return False
+
+        def try_end(starts: list[dict[str, np.ndarray]]) -> bool:
+            """The two-objective end test (end_test.py) at each start in turn; kept when it passes and the
+            merit test finds the point weakly Pareto."""
+            for start in starts:
+                if ctx.should_stop():
+                    return False
+                c = certify_end(problem, start, ctx.seed)
+                if c is None:
+                    continue
+                pol_evals[0] += c.evaluations
+                if c.passed and merit_of(c.values)[0]:
+                    polished.update(r=c, u=merit_of(c.values)[1], how="end")
                     return True
             return False
 
@@ -942,8 +965,12 @@ class ParetoM3(Backend):
         status = Status.CONVERGED if polished else _status(stopped, ctx)
         if status.has_solution and (refuted or not ok[best]) and status == Status.CONVERGED:
             status = Status.FEASIBLE
-        scalar = polished.get("how") == "scalar"
-        if scalar and polished.get("scanned"):
+        scalar = polished.get("how") in ("scalar", "end")  # certified by a sampled test, not the polish
+        if polished.get("how") == "end":
+            returned = "certified by the end test (two objectives: a kink or degenerate end)" + (
+                ", from a point of the coarse front" if polished.get("scanned") else ""
+            )
+        elif scalar and polished.get("scanned"):
             returned = "zoomed from the whole-box scan's point and certified by the one-variable test"
         elif polished.get("scanned"):
             returned = "polished from a point of the coarse front (front_scan)"

@@ -1,0 +1,216 @@
+"""Two objectives, several variables: a preferred point at an end of the Pareto set, tested by samples.
+
+Where the preferred point is the minimizer of one objective f_i and f_i has a kink there (√ of a
+squared distance, `norm2`) or a degenerate minimum ((·)² of one), the polish's Pareto-critical system
+has no smooth solution and the loop, though it lands on the point to 1e-12, ends `iteration_limit`.
+The one-variable zoom handles this for one scalar (scalar1d.py); with several variables the test is:
+
+- **An end.** Steps of t · w along ± every coordinate and 32 seeded random directions (t = 1e-3 … 1e-6,
+  w the box's width per coordinate, else 1 + |x|) raise no f_i below f_i(x*) by more than rounding for
+  some i: x* is a sampled local minimizer of f_i, hence (strictly) Pareto in its neighbourhood as
+  sampled; and no step is better in both objectives.
+- **φ rises along the front.** The Pareto points next to the end are P(ε) = argmin f_j subject to
+  f_i ≤ f_i(x*) + ε (SLSQP in float64 from a point of the sublevel set, ε = 1e-3 … 1e-6 relative, the
+  constraint held to 0.1 % of ε):
+  each must lower f_j (else the relaxation gains nothing and the test says nothing) and none may have
+  a lower φ than x* by more than rounding.
+
+Passing means no sampled step leaves the end downhill in φ along the Pareto set: like the one-variable
+test, a sampled statement (status `converged`, never `optimal`). ParetoM³ runs it when the polish does
+not certify, on two-objective models of box or free variables; the merit test still applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from optlang.backends.common import FlatVariables, scalar_count
+from optlang.lazy import lazy_module
+from optlang.problem import MultiObjectiveProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
+
+STEPS = (1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6, 1e-6)  # sampled steps, as fractions of the width
+EPSILONS = (1e-3, 1e-4, 1e-5, 1e-6)  # relaxations of f_i, relative to 1 + |f_i(x*)|
+RANDOM_DIRECTIONS = 32
+ROUNDING = 1e-13  # a difference counts only beyond this relative size (float64 evaluation)
+
+
+@dataclass
+class EndCertificate:
+    """The tested point, whether it passed, and what the test saw."""
+
+    values: dict[str, np.ndarray]
+    passed: bool
+    evaluations: int
+    detail: str
+
+
+def end_applies(problem: MultiObjectiveProblem, max_dim: int) -> bool:
+    """Two objectives, a preference, box or free variables only, no general constraints, ≤ max_dim scalars."""
+    return (
+        problem.preference is not None
+        and len(problem.objectives) == 2
+        and not problem.constraints
+        and all(v.domain.kind in ("box", "free") for v in problem.variables)
+        and scalar_count(problem.variables) <= max_dim
+    )
+
+
+class _Eval:
+    """F (k, 2) and φ (k,) at k flat points, float64 on the CPU, batched; counts evaluations."""
+
+    def __init__(self, problem: MultiObjectiveProblem, fl: FlatVariables) -> None:
+        from optlang.backends.base import RunContext
+        from optlang.backends.multiobjective.common import BatchEval
+
+        self.fl = fl
+        self.ev = BatchEval(problem, RunContext(dtype="float64"), with_preference=True)
+
+    def __call__(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with torch.no_grad():
+            out = self.ev(self.fl.split(torch.as_tensor(np.atleast_2d(Z), dtype=torch.float64)))
+        out_np = out.cpu().numpy().astype(np.float64)
+        return out_np[:, :2], out_np[:, 2]
+
+
+def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], seed: int = 0) -> EndCertificate | None:
+    """Test `values` as the preferred end of a two-objective Pareto set (module docstring); None when
+    the point is not a sampled local minimizer of either objective (not an end: nothing to say)."""
+    from scipy import optimize
+
+    fl = FlatVariables(problem.variables)
+    z = fl.flat(values)
+    if not np.all(np.isfinite(z)):
+        return None
+    ev = _Eval(problem, fl)
+    F0_rows, phi0_rows = ev(z)
+    F0, phi0 = F0_rows[0], float(phi0_rows[0])
+    if not (np.all(np.isfinite(F0)) and np.isfinite(phi0)):
+        return None
+    dim = z.size
+    width = np.where(np.isfinite(fl.hi - fl.lo), fl.hi - fl.lo, 1.0 + np.abs(z))
+    rng = np.random.default_rng([seed, 4099])
+    R = rng.standard_normal((RANDOM_DIRECTIONS, dim))
+    D = np.concatenate([np.eye(dim), -np.eye(dim), R / np.linalg.norm(R, axis=1, keepdims=True)])
+    Z = np.clip(z + (np.asarray(STEPS)[:, None, None] * D[None] * width).reshape(-1, dim), fl.lo, fl.hi)
+    Z = Z[np.any(Z != z, axis=1)]
+    Fs, _ = ev(Z)
+    Fs = Fs[np.all(np.isfinite(Fs), axis=1)]
+    rnd = ROUNDING * (1.0 + np.abs(F0))
+    ends = [i for i in (0, 1) if Fs.shape[0] and bool(np.all(Fs[:, i] >= F0[i] - rnd[i]))]
+    if not ends:
+        return None
+    i = ends[0]
+    j = 1 - i
+    names = [n for n, _ in problem.objectives]
+    if bool(np.any(np.all(Fs < F0 - rnd, axis=1))):
+        return EndCertificate(values, False, len(Z) + 1, "a sampled step is better in both objectives")
+    # the samples stop at 1e-6 of the width: below that the point walks down f_i (compass steps)
+    z, used = _settle(ev, z, i, D, width, fl.lo, fl.hi)
+    values = {k: np.asarray(v, dtype=np.float64) for k, v in fl.split(torch.as_tensor(z)).items()}
+    F0_rows, phi0_rows = ev(z)
+    F0, phi0 = F0_rows[0], float(phi0_rows[0])
+
+    def fi(x: np.ndarray) -> float:
+        return float(ev(x)[0][0, i])
+
+    fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+
+    def value_grad(k: int, x: np.ndarray) -> tuple[float, np.ndarray]:
+        zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
+        v = fns[k](fl.split(zt)).reshape(())
+        (g,) = torch.autograd.grad(v, zt, allow_unused=True)
+        return float(v.detach()), np.zeros(dim) if g is None else g.numpy()
+
+    calls = [len(Z) + 2 + used]
+    fj0, gj = value_grad(j, z)
+    gn = float(np.linalg.norm(gj * width))
+    if not np.isfinite(gn) or gn == 0.0:
+        return EndCertificate(values, False, calls[0], f"{names[j]} has no descent direction at the point")
+    down = -gj * width / gn  # f_j's steepest descent, in units of the width
+    bounds = [
+        (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
+        for a, b in zip(fl.lo, fl.hi, strict=True)
+    ]
+    rnd_phi = ROUNDING * (1.0 + abs(phi0))
+    x_prev = z
+    lowest = float("inf")
+    for eps_rel in EPSILONS:
+        cap = F0[i] + eps_rel * (1.0 + abs(F0[i]))
+        x0 = x_prev
+        h = 0.1
+        while h > 1e-12:  # a start inside the relaxed sublevel set, down f_j from the end
+            cand = np.clip(z + h * down * width, fl.lo, fl.hi)
+            calls[0] += 1
+            if fi(cand) <= cap:
+                x0 = cand
+                break
+            h *= 0.5
+        res = optimize.minimize(
+            lambda x: value_grad(j, x),
+            x0,
+            jac=True,
+            method="SLSQP",
+            bounds=bounds,
+            constraints=[
+                {
+                    "type": "ineq",
+                    "fun": lambda x, cap=cap: cap - value_grad(i, x)[0],
+                    "jac": lambda x: -value_grad(i, x)[1],
+                }
+            ],
+            options={"ftol": 1e-15, "maxiter": 200},
+        )
+        calls[0] += int(res.nfev) + int(res.njev)
+        P = np.asarray(res.x, dtype=np.float64)
+        FP, phiP = ev(P)
+        FP, phiP_ = FP[0], float(phiP[0])
+        if not (np.all(np.isfinite(FP)) and np.isfinite(phiP_)) or FP[i] > cap + 1e-3 * (cap - F0[i]):
+            return EndCertificate(values, False, calls[0], f"no Pareto point found with {names[i]} ≤ {cap:.3g}")
+        if not FP[j] < fj0 - rnd[j]:
+            why = f"relaxing {names[i]} by {eps_rel:g} does not lower {names[j]}"
+            return EndCertificate(values, False, calls[0], why)
+        if phiP_ < phi0 - rnd_phi:
+            return EndCertificate(
+                values,
+                False,
+                calls[0],
+                f"relaxing {names[i]} by {eps_rel:g} lowers φ to {phiP_:.15g} (from {phi0:.15g})",
+            )
+        lowest = min(lowest, float(phiP_ - phi0))
+        x_prev = P
+    detail = (
+        f"an end of the Pareto set: {names[i]} at a sampled local minimum ({len(Z)} steps of 1e-3 to 1e-6 of "
+        f"the width), no step better in both objectives; along the front (argmin {names[j]} with {names[i]} "
+        f"relaxed by {EPSILONS[0]:g} to {EPSILONS[-1]:g}) φ rises by at least {lowest:.3g}"
+    )
+    return EndCertificate(values, True, calls[0], detail)
+
+
+def _settle(
+    ev: _Eval, z: np.ndarray, i: int, D: np.ndarray, width: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """Compass descent of f_i from z along the rows of D, steps 1e-6 … 1e-13 of the width: (the point,
+    evaluations). A kink is reached to rounding where the samples could only resolve 1e-6."""
+    fz = float(ev(z)[0][0, i])
+    t, used = STEPS[-1], 1
+    for _ in range(400):
+        if t < 1e-13:
+            break
+        C = np.clip(z + t * D * width, lo, hi)
+        f = ev(C)[0][:, i]
+        used += C.shape[0]
+        k = int(np.nanargmin(f)) if np.isfinite(f).any() else 0
+        if np.isfinite(f[k]) and f[k] < fz - ROUNDING * (1.0 + abs(fz)):
+            z, fz = C[k], float(f[k])
+            t = min(2.0 * t, STEPS[-1])
+        else:
+            t /= 4.0
+    return z, used
