@@ -70,7 +70,7 @@ def test_a_lower_region_the_polish_cannot_certify_takes_the_claim_away() -> None
     f2 = np.sqrt(np.sum(np.array([1.22, 1.79]) * (x - [1.42, -1.73]) ** 2))
     assert res.status.value != "converged"
     assert (f1 - 0.79) ** 2 + (f2 - 0.36) ** 2 < 0.6 and np.linalg.norm(x - [1.42, -1.73]) < 0.05
-    assert "replaced the answer" in res.info["scan"]
+    assert "replaced the answer" in res.info["scan"] and res.info["returned"].startswith("the second loop")
 
 
 def _scan(F: np.ndarray, phi: np.ndarray) -> FrontScan:
@@ -99,3 +99,15 @@ def test_lowest_elsewhere_ignores_the_answers_own_region() -> None:
     assert i is not None and abs(t[i] - 0.5) > 0.035  # the nearest point outside a radius of 0.05 (normalized)
     assert scan.apart(F[0], F[-1]) and not scan.apart(F[50], F[51])
     assert _scan(F[:1], phi[:1]).lowest_elsewhere(F[0]) is None
+
+
+def test_dominating_picks_the_least_phi_among_the_points_that_beat_the_answer() -> None:
+    """A refuted answer that nothing certified is replaced by the scan point of least φ that beats it
+    in every objective (a Pareto improvement), not by the scan's least φ overall."""
+    t = np.linspace(0, 1, 11)
+    F = np.stack([t, 1 - t], 1)
+    phi = np.abs(t - 0.05)  # least at t = 0 and 0.1, which do not beat f below in f1
+    scan = _scan(F, phi)
+    i = scan.dominating(np.array([0.55, 0.75]), tol=1e-9)
+    assert i is not None and abs(t[i] - 0.3) < 1e-12  # t ∈ (0.25, 0.55): least φ at 0.3
+    assert scan.dominating(np.array([0.0, 0.0]), tol=1e-9) is None

@@ -76,6 +76,14 @@ class FrontScan:
         _, fn, gn = self._normalized(f, g)
         return bool(np.linalg.norm(fn - gn) > SEPARATION)
 
+    def dominating(self, f: np.ndarray, tol: float) -> int | None:
+        """The point of least φ among those better than f in every objective by more than tol, if any."""
+        beat = np.all(self.F < np.asarray(f, dtype=np.float64) - tol, axis=1) & np.isfinite(self.phi)
+        if not beat.any():
+            return None
+        idx = np.flatnonzero(beat)
+        return int(idx[np.argmin(self.phi[idx])])
+
     def point(self, i: int) -> dict[str, np.ndarray]:
         return {n: np.asarray(v[i], dtype=np.float64) for n, v in self.X.items()}
 

@@ -792,7 +792,7 @@ class ParetoM3(Backend):
             clearly_lower = far is not None and (
                 not np.isfinite(current) or found.phi[far] < current - 1e-3 * (1.0 + abs(current))
             )
-            answer_bad = not (certified or weakly_pareto)
+            answer_bad = not (certified or weakly_pareto) or n_dom > 0  # scan points beat it everywhere
             start = found.point(far) if clearly_lower and far is not None else starts[0]
             if clearly_lower and not answer_bad:
                 # a region counts when its point, moved onto the front by the merit's ascent (at most three
@@ -806,9 +806,27 @@ class ParetoM3(Backend):
             # a region away from the answer that the polish cannot certify (a kink of ‖·‖ at the end of
             # the Pareto set) and lower in φ by more than rounding, or an answer that is not even weakly
             # Pareto: the single loop runs again from that region's (else the scan's) best point
-            moved = rerun_from(start, found, Fv, current, certified or weakly_pareto)
+            moved = rerun_from(start, found, Fv, current, not answer_bad)
             if moved is None:
-                return tried + "; the loop from its best point did not end lower and weakly Pareto", n_dom
+                tried += "; the loop from its best point did not end lower and weakly Pareto"
+                dom = found.dominating(Fv, o.merit_tol * (1.0 + float(np.abs(Fv).max())))
+                if dom is None:
+                    return tried, n_dom
+                # a refuted answer that nothing replaced: the scan point of least φ among those that
+                # beat it in every objective (a Pareto improvement of what would be returned), uncertified
+                pt = found.point(dom)
+                passed, u_d, F_d = merit_of(pt)
+                better.update(
+                    values=pt,
+                    u=u_d,
+                    F=F_d,
+                    phi=float(found.phi[dom]),
+                    stopped="limit",
+                    iterations=0,
+                    ok=passed,
+                    how="the coarse front's point of least φ among those that dominate the answer (not certified)",
+                )
+                return tried + "; replaced by the scan point of least φ among those that dominate it", 0
             if polished:
                 return f"{head}: {why}; the loop from its best point was polished and certified", 0
             better.update(moved)
@@ -861,7 +879,16 @@ class ParetoM3(Backend):
                 # distance, a point 0.07 off the Pareto set passes the merit test and is lower in φ)
                 clear = phi2 < current - 1e-3 * (1.0 + abs(current)) and found.apart(F2, f_answer)
                 if passed and np.isfinite(phi2) and (not answer_ok or clear):
-                    return {"values": values, "u": u2, "F": F2, "phi": phi2, "run": run2}
+                    return {
+                        "values": values,
+                        "u": u2,
+                        "F": F2,
+                        "phi": phi2,
+                        "stopped": run2.stopped,
+                        "iterations": run2.iterations,
+                        "ok": True,
+                        "how": "the second loop's point, from the coarse front's lower region (not certified)",
+                    }
             polished.update(before)
             return None
 
@@ -930,14 +957,14 @@ class ParetoM3(Backend):
         if refuted:  # the answer is not weakly Pareto: no polish of it is returned as certified
             polished.clear()
         stopped, iterations = run.stopped, run.iterations
-        if better:  # the second loop's point: its stop decides the status (it is not certified)
-            stopped, iterations = better["run"].stopped, iterations + better["run"].iterations
+        if better:  # a second loop's or a dominating scan point: not certified; its stop decides the status
+            stopped, iterations = better["stopped"], iterations + better["iterations"]
             vals[best] = better["values"]
             F[best], phi[best], u_p[best], u_x[best] = better["F"], better["phi"], better["u"], better["u"]
             scale[best] = 1.0 + np.abs(better["F"]).max()
-            ok[best], use_y[best] = True, False
+            ok[best], use_y[best] = bool(better["ok"]), False
         chosen = polished or None  # the polish whose point is returned: certified, else uncertified below
-        if not polished and uncertified and uncertified["phi"] < phi[best]:
+        if not polished and not better and uncertified and uncertified["phi"] < phi[best]:
             passed, u_r, F_r = merit_of(uncertified["r"].values)
             if passed:
                 chosen = uncertified
@@ -980,6 +1007,8 @@ class ParetoM3(Backend):
             returned = "polished"
         elif chosen:
             returned = "polished, not certified (weakly Pareto by the merit test, better φ than the loop's point)"
+        elif better:
+            returned = better["how"]
         else:
             returned = "y (dominating point of x)" if use_y[best] else "x"
         info: dict[str, Any] = {
