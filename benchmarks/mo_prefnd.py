@@ -6,6 +6,8 @@ Families (n = 2…8 variables, two objectives):
   `norm2`, a kink at a —, log(1 + ·), square); the Pareto set is the segment [a, b].
 - `wquad`: f_k = T_k(Σ w_k (x − c_k)²) with positive weights; the Pareto set is the curve
   x(λ) = (λ w1 a + (1 − λ) w2 b) / (λ w1 + (1 − λ) w2), λ ∈ [0, 1].
+- `seg3` (not in the default mix; `--family seg3`): three objectives T_k(‖x − c_k‖²) with the third
+  centre on the segment [c1, c2] (at 1/4, 1/2 or 3/4), so the Pareto set is still that segment.
 - `zdt`: x ∈ [0, 1]ⁿ, f1 = x₀, g = 1 + 9·mean(x₁…) or 1 + ‖x₁… − c‖², f2 = g·(1 − √(f1/g)) or
   g·(1 − (f1/g)²); the Pareto set is x₁… = argmin g, x₀ ∈ [0, 1] (preferences that do not reward a
   weakly-Pareto point at f1 = 0 only: a target for f2 of at most 1).
@@ -45,8 +47,8 @@ class Case:
 
     src: str
     curve: Callable[[Vec], Vec]  # (k,) → (k, n)
-    F: Callable[[Vec], tuple[Vec, Vec]]  # (k, n) → f1, f2 each (k,)
-    phi: Callable[[Vec, Vec, Vec], Vec]  # f1, f2, X → (k,)
+    F: Callable[[Vec], tuple[Vec, ...]]  # (k, n) → f1, f2, … each (k,)
+    phi: Callable[[tuple[Vec, ...], Vec], Vec]  # (f1, f2, …), X → (k,)
     dist: Callable[[Vec], float]  # distance of one x to the Pareto set
     label: str
 
@@ -56,18 +58,21 @@ def _vec(v: Vec) -> str:
 
 
 def _preference(
-    rnd: random.Random, n: int, kinds: list[str], r2_max: float = 1.5
-) -> tuple[str, Callable[[Vec, Vec, Vec], Vec], str]:
+    rnd: random.Random, n: int, kinds: list[str], r2_max: float = 1.5, m: int = 2
+) -> tuple[str, Callable[[tuple[Vec, ...], Vec], Vec], str]:
     kind = rnd.choice(kinds)
-    r1, r2 = round(rnd.uniform(0, 1.5), 2), round(rnd.uniform(0, r2_max), 2)
+    r = [round(rnd.uniform(0, 1.5), 2), round(rnd.uniform(0, r2_max), 2)]
+    r += [round(rnd.uniform(0, 1.5), 2) for _ in range(m - 2)]
     if kind == "dist":
-        return f"(f1 - {r1})^2 + (f2 - {r2})^2", lambda f1, f2, X: (f1 - r1) ** 2 + (f2 - r2) ** 2, kind
+        src = " + ".join(f"(f{k + 1} - {r[k]})^2" for k in range(m))
+        return src, lambda F, X: sum((F[k] - r[k]) ** 2 for k in range(m)), kind
     if kind == "lin":
-        return f"f1 + {r1} * f2", lambda f1, f2, X: f1 + r1 * f2, kind
+        src = "f1 + " + " + ".join(f"{r[k - 1]} * f{k + 1}" for k in range(1, m))
+        return src, lambda F, X: F[0] + sum(r[k - 1] * F[k] for k in range(1, m)), kind
     if kind == "f1":
-        return f"(f1 - {r1})^2", lambda f1, f2, X: (f1 - r1) ** 2, kind
+        return f"(f1 - {r[0]})^2", lambda F, X: (F[0] - r[0]) ** 2, kind
     c = np.round(np.array([rnd.uniform(-2, 2) for _ in range(n)]), 2)
-    return f"sumsq(x - {_vec(c)})", lambda f1, f2, X: ((X - c) ** 2).sum(-1), kind
+    return f"sumsq(x - {_vec(c)})", lambda F, X: ((X - c) ** 2).sum(-1), kind
 
 
 def _distance_to_curve(curve: Callable[[Vec], Vec], x: Vec) -> float:
@@ -82,6 +87,26 @@ def _distance_to_curve(curve: Callable[[Vec], Vec], x: Vec) -> float:
 
 def _draw(rnd: random.Random, family: str) -> Case:
     n = rnd.choice([2, 3, 5, 8])
+    if family == "seg3":
+        # three centres on a line (the third at a quarter, half or three quarters of [a, b], all on a
+        # 0.01 grid): the Pareto set of three increasing transforms of squared distances is [a, b]
+        a = np.round(np.array([rnd.uniform(-2, 2) for _ in range(n)]) / 0.04) * 0.04
+        b = np.round(np.array([rnd.uniform(-2, 2) for _ in range(n)]) / 0.04) * 0.04
+        c3 = a + rnd.choice([0.25, 0.5, 0.75]) * (b - a)
+        cs = [a, b, c3]
+        picks = [rnd.choice(TRANSFORMS) for _ in range(3)]
+        exprs = [t.format(s=f"sumsq(x - {_vec(c)})") for (t, _), c in zip(picks, cs, strict=True)]
+
+        def F3(X: Vec, cs: list[Vec] = cs, picks: list = picks) -> tuple[Vec, ...]:
+            return tuple(T(((X - c) ** 2).sum(-1)) for (_, T), c in zip(picks, cs, strict=True))
+
+        def seg(T: Vec, a: Vec = a, b: Vec = b) -> Vec:
+            return a + T[:, None] * (b - a)
+
+        pref, phi, kind = _preference(rnd, n, ["dist", "lin", "x", "f1"], m=3)
+        body = "\n".join(f"  f{k + 1}: {e}" for k, e in enumerate(exprs))
+        src = f"var x[{n}] in [-3, 3]\nminimize {{\n{body}\n}}\nprefer {pref}\n"
+        return Case(src, seg, F3, phi, lambda x, seg=seg: _distance_to_curve(seg, x), f"seg3 n={n} {kind}")
     if family in ("seg", "wquad"):
         a = np.round(np.array([rnd.uniform(-2, 2) for _ in range(n)]), 2)
         b = np.round(np.array([rnd.uniform(-2, 2) for _ in range(n)]), 2)
@@ -140,12 +165,12 @@ def _draw(rnd: random.Random, family: str) -> Case:
 def _exact(case: Case) -> tuple[float, Vec]:
     T = np.linspace(0.0, 1.0, 200_001)
     X = case.curve(T)
-    P = case.phi(*case.F(X), X)
+    P = case.phi(case.F(X), X)
     k = int(np.argmin(P))
 
     def along(t: float) -> float:
         x = case.curve(np.array([t]))
-        return float(case.phi(*case.F(x), x)[0])
+        return float(case.phi(case.F(x), x)[0])
 
     r = minimize_scalar(along, bounds=(T[max(k - 2, 0)], T[min(k + 2, T.size - 1)]), method="bounded",
                         options={"xatol": 1e-13})
@@ -173,7 +198,7 @@ def main() -> None:
         res = optlang.parse(case.src).solve(seed=i)
         secs = time.perf_counter() - t
         x = np.asarray(res.values["x"], dtype=np.float64).reshape(1, -1)
-        err = float(case.phi(*case.F(x), x)[0]) - best
+        err = float(case.phi(case.F(x), x)[0]) - best
         d = case.dist(x[0])
         hit = err <= 1e-4 * max(1.0, abs(best)) and d <= 1e-4
         hits += hit

@@ -54,3 +54,40 @@ def test_a_degenerate_end_is_certified() -> None:
     x = np.asarray(res.values["x"], dtype=np.float64)
     assert res.status.value == "converged" and np.linalg.norm(x - [0.26, 0.64]) < 1e-6
     assert res.info["returned"].startswith("certified by the end test")
+
+
+DTLZ5 = """param h = 1.5707963267948966
+var x[12] in [0, 1]
+let g = sumsq(x[2:] - 0.5)
+let a = x[0]
+let b = (1 + 2 * g * x[1]) / (2 * (1 + g))
+minimize {
+  f1: (1 + g) * cos(h * a) * cos(h * b)
+  f2: (1 + g) * cos(h * a) * sin(h * b)
+  f3: (1 + g) * sin(h * a)
+}
+prefer %s
+"""
+
+
+def test_a_face_where_the_objective_is_flat_is_not_an_end() -> None:
+    """DTLZ5 (three objectives, a 1-D front): f3 = 0 at θ = 0 for every g, so a point there with g > 0 is
+    weakly Pareto only. Its steps keep f3 exactly and lower f1, f2: the end test refuses it; with g = 0
+    (the front's end) and φ rising along the front it passes."""
+    problem = optlang.parse(DTLZ5 % "f1 + 0.04 * f2 + 0.88 * f3").compiled.problem
+    assert end_applies(problem, 200)
+    off = np.r_[0.0, 1.0, np.full(10, 0.5005)]
+    c = certify_end(problem, {"x": off})
+    assert c is not None and not c.passed and "dominates" in c.detail
+    on = np.r_[0.0, 1.0, np.full(10, 0.5)]
+    c = certify_end(problem, {"x": on})
+    assert c is not None and c.passed and "f3 at a sampled local minimum" in c.detail
+
+
+def test_an_uncertified_polish_returned_instead_of_the_loops_point_claims_nothing() -> None:
+    """The loop's own stop (`tol`) speaks for the loop's point; when an uncertified polish (better in φ,
+    weakly Pareto) is returned instead, the status is not `converged` (DTLZ5, where the polish's system
+    is degenerate: before, `converged` with x 3.5e-4 off the Pareto set)."""
+    res = optlang.parse(DTLZ5 % "f1 + 0.47 * f2 + 0.16 * f3").solve(seed=10)
+    assert res.info["returned"].startswith("polished, not certified")
+    assert res.status.value != "converged"

@@ -1,23 +1,29 @@
-"""Two objectives, several variables: a preferred point at an end of the Pareto set, tested by samples.
+"""A preferred point at an end of the Pareto set (the minimizer of one objective), tested by samples.
 
 Where the preferred point is the minimizer of one objective f_i and f_i has a kink there (√ of a
 squared distance, `norm2`) or a degenerate minimum ((·)² of one), the polish's Pareto-critical system
-has no smooth solution and the loop, though it lands on the point to 1e-12, ends `iteration_limit`.
-The one-variable zoom handles this for one scalar (scalar1d.py); with several variables the test is:
+has no smooth solution (or, at a degenerate minimum, a spurious one: its linearization vanishes) and
+the loop, though it lands on the point to 1e-12, ends `iteration_limit`. The one-variable zoom handles
+this for one scalar (scalar1d.py); with several variables the test is:
 
 - **An end.** Steps of t · w along ± every coordinate and 32 seeded random directions (t = 1e-3 … 1e-6,
   w the box's width per coordinate, else 1 + |x|) raise no f_i below f_i(x*) by more than rounding for
-  some i: x* is a sampled local minimizer of f_i, hence (strictly) Pareto in its neighbourhood as
-  sampled; and no step is better in both objectives.
-- **φ rises along the front.** The Pareto points next to the end are P(ε) = argmin f_j subject to
-  f_i ≤ f_i(x*) + ε (SLSQP in float64 from a point of the sublevel set, ε = 1e-3 … 1e-6 relative, the
-  constraint held to 0.1 % of ε):
-  each must lower f_j (else the relaxation gains nothing and the test says nothing) and none may have
-  a lower φ than x* by more than rounding.
+  some i: x* is a sampled local minimizer of f_i; and no step dominates x* (no worse in every objective,
+  exactly in float64, and better in one by more than rounding: a face where f_i is flat, weakly Pareto
+  only, fails). A compass descent of f_i along the same directions (steps 1e-6 …
+  1e-13 of the width) then settles x* below the samples' resolution.
+- **φ rises along the front.** The Pareto points next to the end, P(ε) = argmin Σ w_k f_k subject to
+  f_i ≤ f_i(x*) + ε, for w each other objective alone and (three or more objectives) their mean (SLSQP
+  in float64 from a point of the sublevel set, ε = 1e-3 … 1e-6 relative, the constraint held to 0.1 %
+  of ε): each must lower Σ w f (else the relaxation gains nothing and the test says nothing) and none
+  may have a lower φ than x* by more than rounding.
 
 Passing means no sampled step leaves the end downhill in φ along the Pareto set: like the one-variable
-test, a sampled statement (status `converged`, never `optimal`). ParetoM³ runs it when the polish does
-not certify, on two-objective models of box or free variables; the merit test still applies.
+test, a sampled statement (status `converged`, never `optimal`; with three or more objectives the
+Pareto set near the end is sampled along m − 1 + 1 curves only). ParetoM³ runs it when the polish does not
+certify, and on a polished point whose multipliers sit on one objective (λ_i ≥ 1 − 1e-6: an end,
+where a degenerate minimum makes the polish's own certificate unreliable), on models of box or free
+variables; the merit test still applies.
 """
 
 from __future__ import annotations
@@ -53,10 +59,9 @@ class EndCertificate:
 
 
 def end_applies(problem: MultiObjectiveProblem, max_dim: int) -> bool:
-    """Two objectives, a preference, box or free variables only, no general constraints, ≤ max_dim scalars."""
+    """A preference, box or free variables only, no general constraints, ≤ max_dim scalars."""
     return (
         problem.preference is not None
-        and len(problem.objectives) == 2
         and not problem.constraints
         and all(v.domain.kind in ("box", "free") for v in problem.variables)
         and scalar_count(problem.variables) <= max_dim
@@ -64,25 +69,26 @@ def end_applies(problem: MultiObjectiveProblem, max_dim: int) -> bool:
 
 
 class _Eval:
-    """F (k, 2) and φ (k,) at k flat points, float64 on the CPU, batched; counts evaluations."""
+    """F (k, m) and φ (k,) at k flat points, float64 on the CPU, batched."""
 
     def __init__(self, problem: MultiObjectiveProblem, fl: FlatVariables) -> None:
         from optlang.backends.base import RunContext
         from optlang.backends.multiobjective.common import BatchEval
 
         self.fl = fl
+        self.m = len(problem.objectives)
         self.ev = BatchEval(problem, RunContext(dtype="float64"), with_preference=True)
 
     def __call__(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with torch.no_grad():
             out = self.ev(self.fl.split(torch.as_tensor(np.atleast_2d(Z), dtype=torch.float64)))
         out_np = out.cpu().numpy().astype(np.float64)
-        return out_np[:, :2], out_np[:, 2]
+        return out_np[:, : self.m], out_np[:, self.m]
 
 
 def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], seed: int = 0) -> EndCertificate | None:
-    """Test `values` as the preferred end of a two-objective Pareto set (module docstring); None when
-    the point is not a sampled local minimizer of either objective (not an end: nothing to say)."""
+    """Test `values` as the preferred end of the Pareto set (module docstring); None when the point is
+    not a sampled local minimizer of any objective (not an end: nothing to say)."""
     from scipy import optimize
 
     fl = FlatVariables(problem.variables)
@@ -104,92 +110,115 @@ def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], s
     Fs, _ = ev(Z)
     Fs = Fs[np.all(np.isfinite(Fs), axis=1)]
     rnd = ROUNDING * (1.0 + np.abs(F0))
-    ends = [i for i in (0, 1) if Fs.shape[0] and bool(np.all(Fs[:, i] >= F0[i] - rnd[i]))]
+    m = F0.size
+    ends = [i for i in range(m) if Fs.shape[0] and bool(np.all(Fs[:, i] >= F0[i] - rnd[i]))]
     if not ends:
         return None
     i = ends[0]
-    j = 1 - i
     names = [n for n, _ in problem.objectives]
-    if bool(np.any(np.all(Fs < F0 - rnd, axis=1))):
-        return EndCertificate(values, False, len(Z) + 1, "a sampled step is better in both objectives")
+    # Pareto domination, with "no worse" exact in float64: on a face where f_i is flat (DTLZ5's f3 = 0
+    # for every g at θ = 0) a step keeps f_i exactly and lowers the others, while at a degenerate minimum
+    # (q², unique) every step raises f_i, if only by 1e-22
+    dominated = np.all(Fs <= F0, axis=1) & np.any(Fs < F0 - rnd, axis=1)
+    if bool(np.any(dominated)):
+        return EndCertificate(values, False, len(Z) + 1, "a sampled step dominates the point (not Pareto)")
     # the samples stop at 1e-6 of the width: below that the point walks down f_i (compass steps)
     z, used = _settle(ev, z, i, D, width, fl.lo, fl.hi)
     values = {k: np.asarray(v, dtype=np.float64) for k, v in fl.split(torch.as_tensor(z)).items()}
     F0_rows, phi0_rows = ev(z)
     F0, phi0 = F0_rows[0], float(phi0_rows[0])
-
-    def fi(x: np.ndarray) -> float:
-        return float(ev(x)[0][0, i])
-
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
 
-    def value_grad(k: int, x: np.ndarray) -> tuple[float, np.ndarray]:
+    def value_grad(w: np.ndarray, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """Σ w_k f_k and its gradient at x."""
         zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        v = fns[k](fl.split(zt)).reshape(())
+        parts = fl.split(zt)
+        v = sum(float(wk) * fns[k](parts).reshape(()) for k, wk in enumerate(w) if wk != 0.0)
+        assert isinstance(v, torch.Tensor)
         (g,) = torch.autograd.grad(v, zt, allow_unused=True)
         return float(v.detach()), np.zeros(dim) if g is None else g.numpy()
 
+    # the other objectives: each alone (two objectives: f_j), and with more, their mean too
+    others = [k for k in range(m) if k != i]
+    weights = [np.eye(m)[k] for k in others]
+    if len(others) > 1:
+        weights.append(np.where(np.arange(m) == i, 0.0, 1.0 / len(others)))
+    e_i = np.eye(m)[i]
     calls = [len(Z) + 2 + used]
-    fj0, gj = value_grad(j, z)
-    gn = float(np.linalg.norm(gj * width))
-    if not np.isfinite(gn) or gn == 0.0:
-        return EndCertificate(values, False, calls[0], f"{names[j]} has no descent direction at the point")
-    down = -gj * width / gn  # f_j's steepest descent, in units of the width
     bounds = [
         (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
         for a, b in zip(fl.lo, fl.hi, strict=True)
     ]
     rnd_phi = ROUNDING * (1.0 + abs(phi0))
-    x_prev = z
     lowest = float("inf")
-    for eps_rel in EPSILONS:
-        cap = F0[i] + eps_rel * (1.0 + abs(F0[i]))
-        x0 = x_prev
-        h = 0.1
-        while h > 1e-12:  # a start inside the relaxed sublevel set, down f_j from the end
-            cand = np.clip(z + h * down * width, fl.lo, fl.hi)
-            calls[0] += 1
-            if fi(cand) <= cap:
-                x0 = cand
-                break
-            h *= 0.5
-        res = optimize.minimize(
-            lambda x: value_grad(j, x),
-            x0,
-            jac=True,
-            method="SLSQP",
-            bounds=bounds,
-            constraints=[
-                {
-                    "type": "ineq",
-                    "fun": lambda x, cap=cap: cap - value_grad(i, x)[0],
-                    "jac": lambda x: -value_grad(i, x)[1],
-                }
-            ],
-            options={"ftol": 1e-15, "maxiter": 200},
-        )
-        calls[0] += int(res.nfev) + int(res.njev)
-        P = np.asarray(res.x, dtype=np.float64)
-        FP, phiP = ev(P)
-        FP, phiP_ = FP[0], float(phiP[0])
-        if not (np.all(np.isfinite(FP)) and np.isfinite(phiP_)) or FP[i] > cap + 1e-3 * (cap - F0[i]):
-            return EndCertificate(values, False, calls[0], f"no Pareto point found with {names[i]} ≤ {cap:.3g}")
-        if not FP[j] < fj0 - rnd[j]:
-            why = f"relaxing {names[i]} by {eps_rel:g} does not lower {names[j]}"
-            return EndCertificate(values, False, calls[0], why)
-        if phiP_ < phi0 - rnd_phi:
-            return EndCertificate(
-                values,
-                False,
-                calls[0],
-                f"relaxing {names[i]} by {eps_rel:g} lowers φ to {phiP_:.15g} (from {phi0:.15g})",
-            )
-        lowest = min(lowest, float(phiP_ - phi0))
-        x_prev = P
+    for w in weights:
+        label = " + ".join(f"{wk:g} {names[k]}" if wk != 1.0 else names[k] for k, wk in enumerate(w) if wk)
+        gw0, gw = value_grad(w, z)
+        gn = float(np.linalg.norm(gw * width))
+        if not np.isfinite(gn):
+            return EndCertificate(values, False, calls[0], f"{label} has no finite gradient at the point")
+        down = -gw * width / gn if gn > 0.0 else np.zeros(dim)  # steepest descent of Σ w f (width units)
+        rnd_w = ROUNDING * (1.0 + abs(gw0))
+        x_prev = z
+        # starts: down Σ w f, and two seeded random directions (at a point where Σ w f is flat to first
+        # order — DTLZ5's θ = 0 end, cos being flat there — the descent start does not move)
+        rays = [down, *(R[k] / np.linalg.norm(R[k]) for k in range(min(2, R.shape[0])))]
+        for eps_rel in EPSILONS:
+            cap = F0[i] + eps_rel * (1.0 + abs(F0[i]))
+            best_res: tuple[float, np.ndarray] | None = None
+            for ray in rays:
+                x0 = x_prev
+                h = 0.1
+                while h > 1e-12:  # a start inside the relaxed sublevel set, along the ray from the end
+                    cand = np.clip(z + h * ray * width, fl.lo, fl.hi)
+                    calls[0] += 1
+                    if float(ev(cand)[0][0, i]) <= cap:
+                        x0 = cand
+                        break
+                    h *= 0.5
+                res = optimize.minimize(
+                    lambda x, w=w: value_grad(w, x),
+                    x0,
+                    jac=True,
+                    method="SLSQP",
+                    bounds=bounds,
+                    constraints=[
+                        {
+                            "type": "ineq",
+                            "fun": lambda x, cap=cap: cap - value_grad(e_i, x)[0],
+                            "jac": lambda x: -value_grad(e_i, x)[1],
+                        }
+                    ],
+                    options={"ftol": 1e-15, "maxiter": 200},
+                )
+                calls[0] += int(res.nfev) + int(res.njev)
+                xr = np.asarray(res.x, dtype=np.float64)
+                Fr = ev(xr)[0][0]
+                feasible = bool(np.all(np.isfinite(Fr))) and Fr[i] <= cap + 1e-3 * (cap - F0[i])
+                if feasible and (best_res is None or float(w @ Fr) < best_res[0]):
+                    best_res = (float(w @ Fr), xr)
+            if best_res is None:
+                why = f"no Pareto point found with {names[i]} ≤ {cap:.3g} (argmin {label})"
+                return EndCertificate(values, False, calls[0], why)
+            P = best_res[1]
+            FP_rows, phiP_rows = ev(P)
+            FP, phiP = FP_rows[0], float(phiP_rows[0])
+            if not (np.all(np.isfinite(FP)) and np.isfinite(phiP)) or FP[i] > cap + 1e-3 * (cap - F0[i]):
+                why = f"no Pareto point found with {names[i]} ≤ {cap:.3g} (argmin {label})"
+                return EndCertificate(values, False, calls[0], why)
+            if not float(w @ FP) < gw0 - rnd_w:
+                why = f"relaxing {names[i]} by {eps_rel:g} does not lower {label}"
+                return EndCertificate(values, False, calls[0], why)
+            if phiP < phi0 - rnd_phi:
+                why = f"relaxing {names[i]} by {eps_rel:g} (argmin {label}) lowers φ to {phiP:.15g} (from {phi0:.15g})"
+                return EndCertificate(values, False, calls[0], why)
+            lowest = min(lowest, phiP - phi0)
+            x_prev = P
     detail = (
         f"an end of the Pareto set: {names[i]} at a sampled local minimum ({len(Z)} steps of 1e-3 to 1e-6 of "
-        f"the width), no step better in both objectives; along the front (argmin {names[j]} with {names[i]} "
-        f"relaxed by {EPSILONS[0]:g} to {EPSILONS[-1]:g}) φ rises by at least {lowest:.3g}"
+        f"the width), no step dominating it; along the front (argmin of "
+        f"{', '.join(' + '.join(names[k] for k in range(m) if w[k]) for w in weights)} with {names[i]} relaxed "
+        f"by {EPSILONS[0]:g} to {EPSILONS[-1]:g}) φ rises by at least {lowest:.3g}"
     )
     return EndCertificate(values, True, calls[0], detail)
 

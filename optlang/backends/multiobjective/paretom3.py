@@ -522,7 +522,7 @@ class ParetoM3Options:
     front_max: int = 0  # points in info["front"]: 0 = the whole non-dominated archive; k > 0 = k kept by HV
     tol: float = 1e-6  # early stop: relative change of x and φ over 50 iterations below tol
     polish: bool = True  # polish the preferred point by SLSQP on the Pareto-critical system (box/free variables)
-    end_test: bool = True  # two objectives, 2+ variables: the sampled end test where the polish cannot certify
+    end_test: bool = True  # 2+ variables: the sampled end test where the polish cannot certify, or at an end
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
     front_scan: int = (
         1000  # 2+ variables, with a preference: evaluations of a coarse front checking the answer; 0 = off
@@ -677,9 +677,25 @@ class ParetoM3(Backend):
                 tried = [start] + ([r.values] if r is not None else [])
                 if one_scalar:
                     return try_scalar(tried)
-                # two objectives: a kink or degenerate minimum of one objective at the end of the
-                # Pareto set; the sampled end test (end_test.py) decides instead
+                # a kink or degenerate minimum of one objective at the end of the Pareto set: the
+                # sampled end test (end_test.py) decides instead
                 return end_ok and try_end(tried)
+            if end_ok and float(np.max(r.lam)) >= 1.0 - 1e-6:
+                # the multipliers sit on one objective: an end of the Pareto set, where a degenerate
+                # minimum of that objective makes the polish's linearization vanish and its certificate
+                # spurious (three objectives: certified 3e-4 from the preferred point); the end test decides
+                c = certify_end(problem, r.values, ctx.seed)
+                if c is not None:
+                    pol_evals[0] += c.evaluations
+                    if not c.passed:
+                        phi_r = float(preference.value(r.values))
+                        if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
+                            uncertified.update(r=r, phi=phi_r)
+                        return False
+                    passed, u, _ = merit_of(c.values)
+                    if passed:
+                        polished.update(r=c, u=u, how="end")
+                    return passed
             passed, u, _ = merit_of(r.values)
             if not passed:
                 return False
@@ -990,11 +1006,14 @@ class ParetoM3(Backend):
         # one objective and better in another by more than tol counts as dominating.)
         n_dom = strictly_dominating_count(seen, F[best], tol_dom)
         status = Status.CONVERGED if polished else _status(stopped, ctx)
-        if status.has_solution and (refuted or not ok[best]) and status == Status.CONVERGED:
+        # the loop's own stop speaks for the loop's point only: an uncertified polish returned instead
+        # (better in φ, weakly Pareto by the merit test) claims nothing
+        replaced = bool(chosen) and not polished
+        if status.has_solution and (refuted or not ok[best] or replaced) and status == Status.CONVERGED:
             status = Status.FEASIBLE
         scalar = polished.get("how") in ("scalar", "end")  # certified by a sampled test, not the polish
         if polished.get("how") == "end":
-            returned = "certified by the end test (two objectives: a kink or degenerate end)" + (
+            returned = "certified by the end test (an end of the Pareto set: a kink or degenerate minimum)" + (
                 ", from a point of the coarse front" if polished.get("scanned") else ""
             )
         elif scalar and polished.get("scanned"):
