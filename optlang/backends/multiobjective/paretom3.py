@@ -453,6 +453,11 @@ def inner_merit(
     return u_best.cpu().numpy().astype(np.float64), y_best, fy_best.cpu().numpy().astype(np.float64)
 
 
+def _row(X: dict[str, torch.Tensor], b: int) -> dict[str, np.ndarray]:
+    """Instance b of a batch of points, as float64 numpy values."""
+    return {n: t[b].detach().cpu().numpy().astype(np.float64) for n, t in X.items()}
+
+
 def _where_rows(mask: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.where(mask.reshape(-1, *([1] * (a.dim() - 1))), a, b)
 
@@ -659,6 +664,12 @@ class ParetoM3(Backend):
         one_scalar = scalar_applies(problem)
         end_ok = o.end_test and not one_scalar and end_applies(problem, o.polish_max_dim)
 
+        def keep_uncertified(r: Any) -> None:
+            """Remember the polish `r` as the best uncertified one when its φ is the least so far."""
+            phi_r = float(preference.value(r.values))
+            if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
+                uncertified.update(r=r, phi=phi_r)
+
         def try_polish(start: dict[str, np.ndarray]) -> bool:
             """Polish from `start`; keep it when stationary and weakly Pareto by the inner merit."""
             if ctx.should_stop():
@@ -669,9 +680,7 @@ class ParetoM3(Backend):
                 pol_evals[0] += r.evaluations
             if r is None or not (r.residual <= o.stat_tol and r.stationarity <= o.stat_tol):
                 if r is not None:
-                    phi_r = float(preference.value(r.values))
-                    if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
-                        uncertified.update(r=r, phi=phi_r)
+                    keep_uncertified(r)
                 # one scalar variable: a kink or a degenerate end at the answer has no smooth
                 # Pareto-critical solution; the zoom and the one-sided test decide instead
                 tried = [start] + ([r.values] if r is not None else [])
@@ -688,9 +697,7 @@ class ParetoM3(Backend):
                 if c is not None:
                     pol_evals[0] += c.evaluations
                     if not c.passed:
-                        phi_r = float(preference.value(r.values))
-                        if np.isfinite(phi_r) and phi_r < uncertified.get("phi", np.inf):
-                            uncertified.update(r=r, phi=phi_r)
+                        keep_uncertified(r)
                         return False
                     passed, u, _ = merit_of(c.values)
                     if passed:
@@ -723,7 +730,7 @@ class ParetoM3(Backend):
             return False
 
         def try_end(starts: list[dict[str, np.ndarray]]) -> bool:
-            """The two-objective end test (end_test.py) at each start in turn; kept when it passes and the
+            """The end test (end_test.py) at each start in turn; kept when it passes and the
             merit test finds the point weakly Pareto."""
             for start in starts:
                 if ctx.should_stop():
@@ -732,8 +739,11 @@ class ParetoM3(Backend):
                 if c is None:
                     continue
                 pol_evals[0] += c.evaluations
-                if c.passed and merit_of(c.values)[0]:
-                    polished.update(r=c, u=merit_of(c.values)[1], how="end")
+                if not c.passed:
+                    continue
+                passed, u, _ = merit_of(c.values)
+                if passed:
+                    polished.update(r=c, u=u, how="end")
                     return True
             return False
 
@@ -749,7 +759,7 @@ class ParetoM3(Backend):
                 return "", 0
             pol_evals[0] += found.evaluations
             Fv = np.array([float(f.value(values)) for _, f in problem.objectives])
-            n_dom = found.dominating(Fv, o.merit_tol * (1.0 + float(np.abs(Fv).max())))
+            n_dom = found.dominating(Fv, merit_tolerance(Fv))
             head = f"{o.scalar_scan} evenly spaced points over the box"
             lower = np.isfinite(current) and found.phi < current - 1e-9 * (1.0 + abs(current))
             if not n_dom and not lower:
@@ -781,7 +791,8 @@ class ParetoM3(Backend):
             )  # the `not_dominated_by_seen` check covers the scan's points too
             current = float(preference.value(values))
             Fv = np.array([float(f.value(values)) for _, f in problem.objectives])
-            n_dom = strictly_dominating_count(found.F, Fv, o.merit_tol * (1.0 + float(np.abs(Fv).max())))
+            tol_v = merit_tolerance(Fv)
+            n_dom = strictly_dominating_count(found.F, Fv, tol_v)
             head = f"a coarse front of {found.points} non-dominated points ({found.evaluations} evaluations)"
             certified = bool(polished)
             margin = 1e-9 * (1.0 + abs(current)) if np.isfinite(current) else 0.0
@@ -805,9 +816,7 @@ class ParetoM3(Backend):
             polished.update(before)
             tried = f"{head}: {why}; the polish from its {len(starts)} points of least φ gave no better certified point"
             far = found.lowest_elsewhere(Fv)
-            clearly_lower = far is not None and (
-                not np.isfinite(current) or found.phi[far] < current - 1e-3 * (1.0 + abs(current))
-            )
+            clearly_lower = far is not None and (not np.isfinite(current) or clearly_below(found.phi[far], current))
             answer_bad = not (certified or weakly_pareto) or n_dom > 0  # scan points beat it everywhere
             start = found.point(far) if clearly_lower and far is not None else starts[0]
             if clearly_lower and not answer_bad:
@@ -816,7 +825,7 @@ class ParetoM3(Backend):
                 # converged (3 objectives) leave points off the front with a lower φ
                 start, on_front = toward_front(start)
                 phi_on = float(preference.value(start))
-                clearly_lower = on_front and phi_on < current - 1e-3 * (1.0 + abs(current))
+                clearly_lower = on_front and clearly_below(phi_on, current)
             if not (clearly_lower or answer_bad) or ctx.should_stop():
                 return tried, n_dom
             # a region away from the answer that the polish cannot certify (a kink of ‖·‖ at the end of
@@ -825,7 +834,7 @@ class ParetoM3(Backend):
             moved = rerun_from(start, found, Fv, current, not answer_bad)
             if moved is None:
                 tried += "; the loop from its best point did not end lower and weakly Pareto"
-                dom = found.dominating(Fv, o.merit_tol * (1.0 + float(np.abs(Fv).max())))
+                dom = found.dominating(Fv, tol_v)
                 if dom is None:
                     return tried, n_dom
                 # a refuted answer that nothing replaced: the scan point of least φ among those that
@@ -847,6 +856,10 @@ class ParetoM3(Backend):
                 return f"{head}: {why}; the loop from its best point was polished and certified", 0
             better.update(moved)
             return f"{head}: {why}; the loop from its best point (not certified) replaced the answer", 0
+
+        def clearly_below(phi_new: float, current: float) -> bool:
+            """Lower by more than a point just off the front (within the merit tolerance) can be."""
+            return bool(phi_new < current - 1e-3 * (1.0 + abs(current)))
 
         def rerun_from(
             start: dict[str, np.ndarray], found: FrontScan, f_answer: np.ndarray, current: float, answer_ok: bool
@@ -873,38 +886,29 @@ class ParetoM3(Backend):
                 n: torch.as_tensor(np.asarray(v, dtype=np.float64)[None], dtype=ctx.dtype, device=ctx.device)
                 for n, v in start.items()
             }
-            run2 = loop2.run(
-                X0,
-                pref,
-                iters,
-                o.lambda_rule,
-                archive_every=5,
-                checkpoint=lower_polish if use_polish else None,
-                check_every=o.polish_every,
-            )
+            run2 = run_from(loop2, X0, lower_polish)
             pol_evals[0] += loop2.evaluations()
             if polished:
                 polished["scanned"] = True
                 return {}
-            else:
-                values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in run2.X.items()}
-                passed, u2, F2 = merit_of(values)
-                phi2 = float(preference.value(values))
-                # an uncertified point replaces a weakly Pareto answer only from another region and lower
-                # by more than the merit tolerance can explain (near a degenerate end, (·)² of a squared
-                # distance, a point 0.07 off the Pareto set passes the merit test and is lower in φ)
-                clear = phi2 < current - 1e-3 * (1.0 + abs(current)) and found.apart(F2, f_answer)
-                if passed and np.isfinite(phi2) and (not answer_ok or clear):
-                    return {
-                        "values": values,
-                        "u": u2,
-                        "F": F2,
-                        "phi": phi2,
-                        "stopped": run2.stopped,
-                        "iterations": run2.iterations,
-                        "ok": True,
-                        "how": "the second loop's point, from the coarse front's lower region (not certified)",
-                    }
+            values = _row(run2.X, 0)
+            passed, u2, F2 = merit_of(values)
+            phi2 = float(preference.value(values))
+            # an uncertified point replaces a weakly Pareto answer only from another region and lower by
+            # more than the merit tolerance can explain (near a degenerate end, (·)² of a squared distance,
+            # a point 0.07 off the Pareto set passes the merit test and is lower in φ)
+            clear = clearly_below(phi2, current) and found.apart(F2, f_answer)
+            if passed and np.isfinite(phi2) and (not answer_ok or clear):
+                return {
+                    "values": values,
+                    "u": u2,
+                    "F": F2,
+                    "phi": phi2,
+                    "stopped": run2.stopped,
+                    "iterations": run2.iterations,
+                    "ok": True,
+                    "how": "the second loop's point, from the coarse front's lower region (not certified)",
+                }
             polished.update(before)
             return None
 
@@ -912,35 +916,46 @@ class ParetoM3(Backend):
             """`values`, or the point that dominates it most (the merit's ascent), repeated until the merit
             test passes, at most `times` moves: (the point, whether it passed)."""
             for _ in range(times + 1):
-                Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in values.items()}
-                u, y, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
-                Fp = np.array([float(f.value(values)) for _, f in problem.objectives])
-                if np.all(np.isfinite(Fp)) and u[0] <= o.merit_tol * (1.0 + np.abs(Fp).max()):
+                passed, _, _, y = merit_and_ascent(values)
+                if passed:
                     return values, True
-                values = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in y.items()}
+                values = y
             return values, False
+
+        def merit_and_ascent(
+            values: dict[str, np.ndarray],
+        ) -> tuple[bool, float, np.ndarray, dict[str, np.ndarray]]:
+            """(weakly Pareto by the inner merit, u, F, the point that dominates it most) of one point."""
+            Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in values.items()}
+            u, y, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
+            Fp = np.array([float(f.value(values)) for _, f in problem.objectives])
+            passed = bool(np.all(np.isfinite(Fp)) and u[0] <= merit_tolerance(Fp))
+            return passed, float(u[0]), Fp, _row(y, 0)
 
         def merit_of(values: dict[str, np.ndarray]) -> tuple[bool, float, np.ndarray]:
             """(weakly Pareto by the inner merit, u, F) of one point."""
-            Pp = {n: torch.as_tensor(v[None], dtype=ctx.dtype, device=ctx.device) for n, v in values.items()}
-            u, _, _ = inner_merit(loop, Pp, Pp, o.merit_iters, o.lr_y)
-            Fp = np.array([float(f.value(values)) for _, f in problem.objectives])
-            passed = bool(np.all(np.isfinite(Fp)) and u[0] <= o.merit_tol * (1.0 + np.abs(Fp).max()))
-            return passed, float(u[0]), Fp
+            return merit_and_ascent(values)[:3]
+
+        def merit_tolerance(F_point: np.ndarray) -> float:
+            """The merit test's tolerance at objective values F_point (also the margin of domination)."""
+            return o.merit_tol * (1.0 + float(np.abs(F_point).max()))
 
         def checkpoint(X: dict[str, torch.Tensor], phi_vals: torch.Tensor) -> bool:
-            b = int(torch.argmin(phi_vals))
-            return try_polish({n: X[n][b].detach().cpu().numpy().astype(np.float64) for n in X})
+            return try_polish(_row(X, int(torch.argmin(phi_vals))))
 
-        run = loop.run(
-            X0,
-            pref,
-            iters,
-            o.lambda_rule,
-            archive_every=5,
-            checkpoint=checkpoint if use_polish else None,
-            check_every=o.polish_every,
-        )
+        def run_from(lp: M3Loop, starts: dict[str, torch.Tensor], cp: Any) -> Any:
+            """The single loop `lp` from `starts`, polishing at checkpoints `cp` (when the polish applies)."""
+            return lp.run(
+                starts,
+                pref,
+                iters,
+                o.lambda_rule,
+                archive_every=5,
+                checkpoint=cp if use_polish else None,
+                check_every=o.polish_every,
+            )
+
+        run = run_from(loop, X0, checkpoint)
         # the returned point: x if it is weakly Pareto, else the y that dominates it most (its projection)
         u_x, y_star, _ = inner_merit(loop, run.X, run.Y, o.merit_iters, o.lr_y)
         with torch.no_grad():
@@ -949,7 +964,7 @@ class ParetoM3(Backend):
         use_y = u_x > o.merit_tol * 1e-2 * scale
         P = {n: _where_rows(torch.as_tensor(use_y, device=ctx.device), y_star[n], run.X[n].detach()) for n in run.X}
         u_p, _, _ = inner_merit(loop, P, P, o.merit_iters, o.lr_y)
-        vals = [{n: t[b].detach().cpu().numpy().astype(np.float64) for n, t in P.items()} for b in range(B)]
+        vals = [_row(P, b) for b in range(B)]
         F = np.array([[float(f.value(v)) for _, f in problem.objectives] for v in vals])
         phi = np.array([float(preference.value(v)) for v in vals])
         scale = 1.0 + np.abs(F).max(1)
