@@ -447,16 +447,16 @@ def test_compare_cli_writes_the_report_and_returns_the_exit_code(tmp_path: Path)
 
 
 def test_compare_refusal_points_at_the_constraint(tmp_path: Path) -> None:
-    """No backend accepts the model (constraints with a preference): compare's E802 carries the
-    constraint's line:col, as plan's does."""
+    """No backend accepts the model (a minimax model with a general constraint): compare's E802 carries
+    the constraint's line:col, as plan's does."""
     import optlang
     from optlang.bench import main
     from optlang.errors import PlanError
 
     model = tmp_path / "m.opt"
     text = (
-        "var x[2] in [0, 2]\nminimize { f1: sumsq(x); f2: sumsq(x - 2) }\n\n\n\nsubject to { sum(x) <= 1 }\n"
-        "prefer f1\n"
+        "var x[2] in [-1, 1]\nvar y[2] in [-1, 1]\nminimize max over y: dot(y, x) - 0.5 * sumsq(y)\n\n\n"
+        "subject to { sum(x) <= 1 }\n"
     )
     model.write_text(text)
     with pytest.raises(PlanError) as info:

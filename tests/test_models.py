@@ -104,6 +104,17 @@ def test_zdt1_preference_matches_the_1d_optimum() -> None:
     assert r.objective == pytest.approx(best, abs=1e-3)
 
 
+def test_constr_preference_matches_the_1d_optimum() -> None:
+    """The preferred point under general constraints: on CONSTR's first part, f2 = 7/x − 9."""
+    r = _load("constr_pref.opt").solve(seed=0)
+    best = minimize_scalar(
+        lambda x: (x - 0.5) ** 2 + (7 / x - 11) ** 2, bounds=(7 / 18, 2 / 3), method="bounded", options={"xatol": 1e-13}
+    )
+    assert r.status.value == "converged"
+    assert float(r.values["x"]) == pytest.approx(best.x, abs=1e-7)
+    assert r.objective == pytest.approx(best.fun, abs=1e-10)
+
+
 def test_portfolio_matches_cvxpy() -> None:
     import cvxpy as cp
 

@@ -491,11 +491,10 @@ def test_refusals_limits_and_divergence() -> None:
     assert "not smooth" in backend.refuse(Form(kind="smooth", variables=real))
     cons = ("x[0] + x[1] <= 1",)
     assert backend.refuse(Form(kind="multiobjective", variables=real, constraints=cons)) is None  # a front
-    refusal = backend.refuse(Form(kind="multiobjective", variables=real, constraints=cons, has_preference=True))
-    assert refusal is not None and "x[0] + x[1] <= 1" in refusal and "only for a front" in refusal
-    assert WeightedSum().refuse(Form(kind="multiobjective", variables=real, constraints=cons)) is None
     pref = Form(kind="multiobjective", variables=real, constraints=cons, has_preference=True)
-    assert "only for a front" in WeightedSum().refuse(pref)
+    assert backend.refuse(pref) is None  # a preferred point under constraints (constrained_pref.py)
+    assert WeightedSum().refuse(Form(kind="multiobjective", variables=real, constraints=cons)) is None
+    assert WeightedSum().refuse(pref) is None
     spin = (VarInfo("s", "spin", (3,)),)
     assert "discrete" in backend.refuse(Form(kind="multiobjective", variables=spin))
     assert WeightedSum().refuse(Form(kind="multiobjective", variables=spin)) is not None
@@ -731,19 +730,19 @@ def test_front_finish_spends_the_budget_left_on_accuracy() -> None:
 def test_tangential_stationarity_releases_a_bound_that_phi_leaves() -> None:
     """A variable on its lower bound counts as held there only when φ presses on that bound: with
     ∂φ/∂x < 0 (φ falls as x moves inside) the point is not stationary; with ∂φ/∂x > 0 it is."""
-    from optlang.backends.multiobjective.polish import _tangential
+    from optlang.backends.multiobjective.polish import tangential_stationarity
 
     A = np.zeros((0, 2))
     low = np.array([True, False])
-    assert _tangential(np.array([-1.0, 0.0]), A, low) > 0.4  # inwards is downhill
-    assert _tangential(np.array([1.0, 0.0]), A, low) == 0.0  # pressing on the bound
+    assert tangential_stationarity(np.array([-1.0, 0.0]), A, low) > 0.4  # inwards is downhill
+    assert tangential_stationarity(np.array([1.0, 0.0]), A, low) == 0.0  # pressing on the bound
     high = np.array([True, False])
-    assert _tangential(np.array([1.0, 0.0]), A, np.zeros(2, bool), high) > 0.4
-    assert _tangential(np.array([-1.0, 0.0]), A, np.zeros(2, bool), high) == 0.0
+    assert tangential_stationarity(np.array([1.0, 0.0]), A, np.zeros(2, bool), high) > 0.4
+    assert tangential_stationarity(np.array([-1.0, 0.0]), A, np.zeros(2, bool), high) == 0.0
     # on a constraint row x0 = x1 the tangent is (1, 1): a bound on x0 pressed by φ holds both
     A = np.array([[1.0, -1.0]])
-    assert _tangential(np.array([1.0, 1.0]), A, low) == 0.0
-    assert _tangential(np.array([-1.0, -1.0]), A, low) > 0.5
+    assert tangential_stationarity(np.array([1.0, 1.0]), A, low) == 0.0
+    assert tangential_stationarity(np.array([-1.0, -1.0]), A, low) > 0.5
 
 
 def test_a_kink_at_the_end_of_the_pareto_set_is_not_claimed_at_the_other_end() -> None:
@@ -977,14 +976,10 @@ def test_constrained_front_without_a_feasible_point_is_an_error_not_a_proof() ->
     assert "no feasible point" in res.info["error"] and "not a proof" in res.info["error"]
 
 
-def test_constraints_with_a_preference_are_refused_at_the_constraint() -> None:
+def test_constraints_with_a_preference_are_planned_to_paretom3() -> None:
     import optlang
-    from optlang.errors import PlanError
 
-    with pytest.raises(PlanError) as info:
-        optlang.parse(QUARTER_CIRCLE + "prefer f1 + f2\n").plan()
-    assert info.value.code == "E802" and (info.value.line, info.value.column) == (6, 14)
-    assert "only for a front" in info.value.message
+    assert optlang.parse(QUARTER_CIRCLE + "prefer f1 + f2\n").plan().chosen == "paretom3"
 
 
 def test_feasibility_steps_land_on_the_boundary_and_the_check_can_fail() -> None:

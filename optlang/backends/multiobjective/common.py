@@ -357,14 +357,9 @@ def hv_reference(F: np.ndarray) -> np.ndarray:
 
 def refuse_multiobjective(form: Any, kinds: frozenset[str], front_constraints: bool = False) -> str | None:
     """The refusals shared by the multi-objective backends (kind, constraints, discrete variables);
-    `front_constraints`: the backend honours general constraints in front mode (no `prefer`)."""
+    `front_constraints`: the backend honours general constraints (front and preferred point)."""
     if form.kind not in kinds:
         return f"solves multiobjective problems, not {form.kind}"
-    if form.constraints and front_constraints and form.has_preference:
-        return (
-            "honours general constraints (" + "; ".join(form.constraints) + ") only for a front: drop the "
-            "`prefer` to get the constrained front"
-        )
     if form.constraints and not front_constraints:
         return (
             "cannot honour general constraints (" + "; ".join(form.constraints) + "): only variable domains "

@@ -23,13 +23,15 @@ test, a sampled statement (status `converged`, never `optimal`; with three or mo
 Pareto set near the end is sampled along m − 1 + 1 curves only). ParetoM³ runs it when the polish does not
 certify, and on a polished point whose multipliers sit on one objective (λ_i ≥ 1 − 1e-6: an end,
 where a degenerate minimum makes the polish's own certificate unreliable), on models of box or free
-variables; the merit test still applies.
+variables; the merit test still applies. Under general constraints (constrained_pref.py) the samples,
+the compass steps and the Pareto points next to the end are held inside the constraints.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,10 +61,10 @@ class EndCertificate:
 
 
 def end_applies(problem: MultiObjectiveProblem, max_dim: int) -> bool:
-    """A preference, box or free variables only, no general constraints, ≤ max_dim scalars."""
+    """A preference, box or free variables only, ≤ max_dim scalars (general constraints: the caller
+    passes `feasible` and their SLSQP form to `certify_end`)."""
     return (
         problem.preference is not None
-        and not problem.constraints
         and all(v.domain.kind in ("box", "free") for v in problem.variables)
         and scalar_count(problem.variables) <= max_dim
     )
@@ -86,10 +88,21 @@ class _Eval:
         return out_np[:, : self.m], out_np[:, self.m]
 
 
-def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], seed: int = 0) -> EndCertificate | None:
+def certify_end(
+    problem: MultiObjectiveProblem,
+    values: dict[str, np.ndarray],
+    seed: int = 0,
+    feasible: Callable[[np.ndarray], np.ndarray] | None = None,
+    constraints: list[dict[str, Any]] | None = None,
+) -> EndCertificate | None:
     """Test `values` as the preferred end of the Pareto set (module docstring); None when the point is
-    not a sampled local minimizer of any objective (not an end: nothing to say)."""
+    not a sampled local minimizer of any objective (not an end: nothing to say). With general
+    constraints, `feasible` (flat rows → mask) keeps the samples and the compass steps inside them and
+    `constraints` (scipy's SLSQP form) holds the Pareto points next to the end to them."""
     from scipy import optimize
+
+    def inside(Z: np.ndarray) -> np.ndarray:
+        return np.ones(np.atleast_2d(Z).shape[0], bool) if feasible is None else feasible(np.atleast_2d(Z))
 
     fl = FlatVariables(problem.variables)
     z = fl.flat(values)
@@ -107,6 +120,9 @@ def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], s
     D = np.concatenate([np.eye(dim), -np.eye(dim), R / np.linalg.norm(R, axis=1, keepdims=True)])
     Z = np.clip(z + (np.asarray(STEPS)[:, None, None] * D[None] * width).reshape(-1, dim), fl.lo, fl.hi)
     Z = Z[np.any(Z != z, axis=1)]
+    Z = Z[inside(Z)]
+    if Z.shape[0] == 0:
+        return None
     Fs, _ = ev(Z)
     Fs = Fs[np.all(np.isfinite(Fs), axis=1)]
     rnd = ROUNDING * (1.0 + np.abs(F0))
@@ -123,7 +139,7 @@ def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], s
     if bool(np.any(dominated)):
         return EndCertificate(values, False, len(Z) + 1, "a sampled step dominates the point (not Pareto)")
     # the samples stop at 1e-6 of the width: below that the point walks down f_i (compass steps)
-    z, used = _settle(ev, z, i, D, width, fl.lo, fl.hi)
+    z, used = _settle(ev, z, i, D, width, fl.lo, fl.hi, inside)
     values = {k: np.asarray(v, dtype=np.float64) for k, v in fl.split(torch.as_tensor(z)).items()}
     F0_rows, phi0_rows = ev(z)
     F0, phi0 = F0_rows[0], float(phi0_rows[0])
@@ -187,15 +203,16 @@ def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], s
                             "type": "ineq",
                             "fun": lambda x, cap=cap: cap - value_grad(e_i, x)[0],
                             "jac": lambda x: -value_grad(e_i, x)[1],
-                        }
+                        },
+                        *(constraints or []),
                     ],
                     options={"ftol": 1e-15, "maxiter": 200},
                 )
                 calls[0] += int(res.nfev) + int(res.njev)
                 xr = np.asarray(res.x, dtype=np.float64)
                 Fr = ev(xr)[0][0]
-                feasible = bool(np.all(np.isfinite(Fr))) and Fr[i] <= cap + 1e-3 * (cap - F0[i])
-                if feasible and (best_res is None or float(w @ Fr) < best_res[0]):
+                ok = bool(np.all(np.isfinite(Fr))) and Fr[i] <= cap + 1e-3 * (cap - F0[i]) and bool(inside(xr)[0])
+                if ok and (best_res is None or float(w @ Fr) < best_res[0]):
                     best_res = (float(w @ Fr), xr)
             if best_res is None:
                 why = f"no Pareto point found with {names[i]} ≤ {cap:.3g} (argmin {label})"
@@ -224,16 +241,28 @@ def certify_end(problem: MultiObjectiveProblem, values: dict[str, np.ndarray], s
 
 
 def _settle(
-    ev: _Eval, z: np.ndarray, i: int, D: np.ndarray, width: np.ndarray, lo: np.ndarray, hi: np.ndarray
+    ev: _Eval,
+    z: np.ndarray,
+    i: int,
+    D: np.ndarray,
+    width: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    inside: Callable[[np.ndarray], np.ndarray],
 ) -> tuple[np.ndarray, int]:
-    """Compass descent of f_i from z along the rows of D, steps 1e-6 … 1e-13 of the width: (the point,
-    evaluations). A kink is reached to rounding where the samples could only resolve 1e-6."""
+    """Compass descent of f_i from z along the rows of D (steps that keep the constraints), steps 1e-6 …
+    1e-13 of the width: (the point, evaluations). A kink is reached to rounding where the samples could
+    only resolve 1e-6."""
     fz = float(ev(z)[0][0, i])
     t, used = STEPS[-1], 1
     for _ in range(400):
         if t < 1e-13:
             break
         C = np.clip(z + t * D * width, lo, hi)
+        C = C[inside(C)]
+        if C.shape[0] == 0:
+            t /= 4.0
+            continue
         f = ev(C)[0][:, i]
         used += C.shape[0]
         k = int(np.nanargmin(f)) if np.isfinite(f).any() else 0

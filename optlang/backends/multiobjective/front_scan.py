@@ -55,6 +55,7 @@ class FrontScan:
     phi: np.ndarray
     evaluations: int
     points: int  # non-dominated points found
+    scale: np.ndarray | None = None  # per general-constraint column: the sweep's scale (constrained scans)
 
     def _normalized(self, *rows: np.ndarray) -> list[np.ndarray]:
         lo, span = self.F.min(0), np.ptp(self.F, axis=0)
@@ -111,7 +112,8 @@ def scan_front(
     problem: MultiObjectiveProblem, preference: TorchFunction, options: Any, ctx: RunContext
 ) -> FrontScan | None:
     """The coarse front of `problem` within `options.front_scan` evaluations, with φ at each point;
-    None when the budget is below what stage 0 needs or no point was kept."""
+    None when the budget is below what stage 0 needs or no point was kept. General constraints are
+    honoured as the front honours them: only points that keep every one are archived."""
     from optlang.backends.multiobjective.front import min_front_evals, sweep
 
     m = len(problem.objectives)
@@ -126,7 +128,7 @@ def scan_front(
         return None
     sub = _ScanContext(ctx)
     archive = Archive()
-    ev = BatchEval(problem, sub, with_preference=False, with_constraints=False)
+    ev = BatchEval(problem, sub, with_preference=False, with_constraints=bool(problem.constraints))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(ctx.seed + 7919)
         run = sweep(problem, o, sub, archive, ev)
@@ -135,4 +137,5 @@ def scan_front(
         return None
     pts = [{n: v[i] for n, v in X.items()} for i in range(F.shape[0])]
     phi = np.array([float(preference.value(p)) for p in pts])
-    return FrontScan(F=F, X=X, phi=phi, evaluations=int(run.evaluations), points=int(F.shape[0]))
+    scale = ev.scale.detach().cpu().double().numpy() if ev.scale is not None else None
+    return FrontScan(F=F, X=X, phi=phi, evaluations=int(run.evaluations), points=int(F.shape[0]), scale=scale)

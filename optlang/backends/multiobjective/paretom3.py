@@ -16,7 +16,9 @@ reduced gradients); ρ follows a geometric schedule kept in a band relative to �
 `polish_every` iterations the best point is polished on the Pareto-critical system (polish.py)
 and the solve ends `converged` once that polish is stationary and passes the merit test. Without a
 preference, the front comes from front.py (rays along reference directions, then predictor-corrector
-continuation over a mesh of the front).
+continuation over a mesh of the front). General constraints with a preference have no projection for
+the merit's y: constrained_pref.py finds that preferred point instead (the coarse constrained front, a
+polish on the constrained Pareto-critical system, Benson's test).
 """
 
 from __future__ import annotations
@@ -607,6 +609,25 @@ def _check_front_budget(options: ParetoM3Options, m: int, slsqp: bool) -> None:
         )
 
 
+def _check_constrained_scan(options: ParetoM3Options, m: int) -> None:
+    """A preference under general constraints starts from the coarse constrained front: `front_scan` must
+    cover its stage 0 (3 evaluations per direction)."""
+    import dataclasses
+
+    from optlang.backends.multiobjective.front import min_front_evals
+    from optlang.backends.multiobjective.front_scan import SCAN_DIRECTIONS
+
+    scan = dataclasses.replace(options, front_points=SCAN_DIRECTIONS.get(m, 35), front_solver="adam")
+    least = min_front_evals(m, scan, False)
+    if options.front_scan < least:
+        raise OptionError(
+            "front_scan",
+            f"front_scan = {options.front_scan} is below the {least} evaluations of the coarse constrained front "
+            "that a preference under general constraints starts from",
+            hint=f"give front_scan ≥ {least} (default 1000)",
+        )
+
+
 class ParetoM3(Backend):
     """Preference-guided weak-Pareto optimization (ParetoM³); a swept front without a preference."""
 
@@ -625,6 +646,11 @@ class ParetoM3(Backend):
     def solve(self, problem: MultiObjectiveProblem, options: ParetoM3Options, ctx: RunContext) -> RawSolution:
         self.check_options(options)  # make_options checked them; options built by hand are checked here
         torch.manual_seed(ctx.seed)
+        if problem.preference is not None and problem.constraints:
+            from optlang.backends.multiobjective.constrained_pref import solve_constrained
+
+            _check_constrained_scan(options, len(problem.objectives))
+            return solve_constrained(problem, problem.preference, options, ctx)
         if problem.preference is not None:
             return self._preferred(problem, problem.preference, options, ctx)
         from optlang.backends.multiobjective.front import front_directions
@@ -637,6 +663,8 @@ class ParetoM3(Backend):
         for: the smaller least budget; the solve checks again with the rays it can run)."""
         if form.n_objectives >= 2 and not form.has_preference:
             _check_front_budget(options, form.n_objectives, options.front_solver == "slsqp")
+        if form.n_objectives >= 2 and form.has_preference and form.constraints:
+            _check_constrained_scan(options, form.n_objectives)
 
     # --- with a preference: one preferred weakly Pareto point
     def _preferred(

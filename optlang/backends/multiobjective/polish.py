@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -64,7 +64,6 @@ def polish(
     preference = problem.preference  # polishable() refuses a problem without one
     if preference is None or not polishable(problem, max_dim):
         return None
-    from scipy import optimize  # ≈0.2 s to import: only when a point is polished
 
     fl = FlatVariables(problem.variables)
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
@@ -193,31 +192,15 @@ def polish(
     nu0 = np.array([float(np.mean(g0[free][gfree == gi])) if np.any(gfree == gi) else 0.0 for gi in fl.groups])
     ka0 = np.array([max(0.0, -float(g0[free][ix] @ z0[free][ix])) / rad**2 for ix, rad in act_b])
     v0 = np.concatenate([z0[free], lam0, nu0, ka0])
-    bounds = [
-        (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-        for lo, hi in zip(fl.lo[free], fl.hi[free], strict=True)
-    ]
+    bounds = scipy_bounds(fl.lo[free], fl.hi[free])
     bounds += [(0.0, 1.0)] * m + [(None, None)] * G + [(0.0, None)] * nb
     cons = [{"type": "eq", "fun": c_fun, "jac": c_jac}]
     if inact_b:
         cons.append({"type": "ineq", "fun": ball_in, "jac": ball_in_jac})
-    try:
-        with np.errstate(all="ignore"):
-            res = optimize.minimize(
-                phi,
-                v0,
-                jac=True,
-                method="SLSQP",
-                bounds=bounds,
-                constraints=cons,
-                options={"maxiter": maxiter, "ftol": 1e-14},
-                callback=None if stop is None else _stopper(stop),
-            )
-    except (ValueError, np.linalg.LinAlgError, RuntimeError):
+    solved = run_slsqp(phi, v0, bounds, cons, maxiter, 1e-14, stop)
+    if solved is None:
         return None
-    v = np.asarray(res.x, dtype=np.float64)
-    if not np.all(np.isfinite(v)):
-        return None
+    v, nit = solved
     v[:nf] = np.clip(v[:nf], fl.lo[free], fl.hi[free])
     for ix, rad in act_b:  # exactly on the sphere
         v[:nf][ix] *= rad / max(float(np.linalg.norm(v[:nf][ix])), 1e-300)
@@ -234,12 +217,51 @@ def polish(
     none = np.zeros(G + nb, bool)
     at_low = np.concatenate([v[:nf] <= fl.lo[free] + 1e-12, lam <= 1e-12, none])
     at_high = np.concatenate([v[:nf] >= fl.hi[free] - 1e-12, np.zeros(m, bool), none])
-    stationarity = _tangential(gphi, A, at_low, at_high)
+    stationarity = tangential_stationarity(gphi, A, at_low, at_high)
     values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
-    return Polished(values, lam, residual, stationarity, int(res.nit), count[0])
+    return Polished(values, lam, residual, stationarity, nit, count[0])
 
 
-def _stopper(stop: Callable[[], bool]) -> Callable[..., None]:
+def scipy_bounds(lo: np.ndarray, hi: np.ndarray) -> list[tuple[float | None, float | None]]:
+    """SLSQP's bounds from arrays (infinite ends as None)."""
+    return [
+        (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
+        for a, b in zip(lo, hi, strict=True)
+    ]
+
+
+def run_slsqp(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    bounds: list[tuple[float | None, float | None]],
+    constraints: list[dict[str, Any]],
+    maxiter: int,
+    ftol: float,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[np.ndarray, int] | None:
+    """scipy's SLSQP on `fun` (value and gradient) in float64: (end point, iterations), or None when it
+    raised or ended outside the finite numbers. `stop()` ends it early (the run's clock)."""
+    from scipy import optimize
+
+    try:
+        with np.errstate(all="ignore"):
+            res = optimize.minimize(
+                fun,
+                x0,
+                jac=True,
+                method="SLSQP",
+                bounds=bounds,
+                constraints=constraints,
+                options={"maxiter": maxiter, "ftol": ftol},
+                callback=None if stop is None else stop_callback(stop),
+            )
+    except (ValueError, np.linalg.LinAlgError, RuntimeError):
+        return None
+    v = np.asarray(res.x, dtype=np.float64)
+    return (v, int(res.nit)) if np.all(np.isfinite(v)) else None
+
+
+def stop_callback(stop: Callable[[], bool]) -> Callable[..., None]:
     """A SLSQP callback that ends the solve (StopIteration, scipy ≥ 1.11) once `stop()` is true."""
 
     def cb(*_: object) -> None:
@@ -297,8 +319,17 @@ def constraint_jacobian(
     return np.concatenate([top, mid, sph, bottom], 0)
 
 
-def _tangential(g: np.ndarray, A: np.ndarray, at_low: np.ndarray, at_high: np.ndarray | None = None) -> float:
-    """‖∇φ projected on the null space of the constraint Jacobian A, with the bounds that hold φ back
+def tangential_stationarity(
+    g: np.ndarray, A: np.ndarray, at_low: np.ndarray, at_high: np.ndarray | None = None
+) -> float:
+    """`tangential_projection`'s measure alone."""
+    return tangential_projection(g, A, at_low, at_high)[0]
+
+
+def tangential_projection(
+    g: np.ndarray, A: np.ndarray, at_low: np.ndarray, at_high: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
+    """(measure, P∇φ): ‖∇φ projected on the null space of the constraint Jacobian A, with the bounds that hold φ back
     fixed‖ / (1 + ‖∇φ‖): zero at a first-order point of the polish problem.
 
     A variable on a bound (x on a box bound, λ_i = 0) is held fixed only while its multiplier has the
@@ -328,4 +359,4 @@ def _tangential(g: np.ndarray, A: np.ndarray, at_low: np.ndarray, at_high: np.nd
         if not wrong.any():
             break
         fixed &= ~wrong
-    return float(np.linalg.norm(Pg)) / (1.0 + float(np.linalg.norm(g)))
+    return float(np.linalg.norm(Pg)) / (1.0 + float(np.linalg.norm(g))), Pg

@@ -5,9 +5,10 @@ s_k(x) = Σ_i w_ki F_i(x) ("linear") or max_i w_ki (F_i(x) − z_i) ("chebyshev"
 of the initial sample) by projected Adam, all K at once. With a preference, the swept point of
 best preference is returned; without, the non-dominated points seen form the front. Linear
 weights cannot reach the inside of a concave front (ZDT2, DTLZ2): that is the baseline's known
-weakness, measured in benchmarks/multiobjective.py. General constraints (front only) are the penalty
-method a user would write: a fixed exact penalty `penalty` · Σ scaled violations on each scalarization,
-and only points within `constraint_tol` archived.
+weakness, measured in benchmarks/multiobjective.py. General constraints are the penalty method a user
+would write: a fixed exact penalty `penalty` · Σ scaled violations on each scalarization, and only points
+within `constraint_tol` archived; with a preference, the swept point of least preference among those that
+keep the constraints (none: the archive's feasible points).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ class WeightedSum(Backend):
             if k % 25 == 0:
                 ctx.report(float(s.detach().mean()), None, iteration=k)
         with torch.no_grad():
-            archive_feasible(archive, ev, ev(X), X, o.constraint_tol)
+            final_ok = archive_feasible(archive, ev, ev(X), X, o.constraint_tol)
         evals = ev.count
         info: dict[str, Any] = {
             "weights": int(K),
@@ -142,15 +143,28 @@ class WeightedSum(Backend):
         }
         if problem.preference is not None:
             pts = [{n: t[b].detach().cpu().numpy().astype(np.float64) for n, t in X.items()} for b in range(K)]
+            weight_of = list(range(K))  # the swept point's weight row; -1: an archived point
+            if problem.constraints:  # only swept points that keep the constraints; else the archive's feasible ones
+                keep = final_ok.cpu().numpy()
+                if not keep.any():
+                    Ff, fpts = archive.front()
+                    if Ff.size == 0 or fpts is None:
+                        info["error"] = no_feasible_point(evals, o.constraint_tol)
+                        return RawSolution(Status.ERROR, {}, iterations=k, history=list(ctx.history), info=info)
+                    pts = [{n: np.asarray(v[i], dtype=np.float64) for n, v in fpts.items()} for i in range(Ff.shape[0])]
+                    keep = np.ones(len(pts), bool)
+                    weight_of = [-1] * len(pts)
+                pts = [p for p, ok in zip(pts, keep, strict=True) if ok]
+                weight_of = [w for w, ok in zip(weight_of, keep, strict=True) if ok]
             phi = np.array([float(problem.preference.value(p)) for p in pts])
-            evals += K
+            evals += len(pts)
             phi = np.where(np.isfinite(phi), phi, np.inf)
             best = int(np.argmin(phi))
             Fb = np.array([float(f.value(pts[best])) for _, f in problem.objectives])
             info.update(
                 preference=float(phi[best]),
                 objectives={n: float(Fb[j]) for j, n in enumerate(names)},
-                best_weight=W[best].detach().cpu().numpy().tolist(),
+                best_weight=W[weight_of[best]].detach().cpu().numpy().tolist() if weight_of[best] >= 0 else None,
                 evaluations=int(evals),
             )
             ctx.report(float(phi[best]), None)

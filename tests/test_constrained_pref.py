@@ -1,0 +1,153 @@
+"""A preferred point under general constraints (constrained_pref.py): exact answers on small models,
+the kink where one constraint hands over to a bound, Benson's test, and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+import optlang
+from optlang.backends.multiobjective import constrained_pref as cp
+from optlang.errors import OptionError
+
+CONSTR = """var x in [0.1, 1]
+var y in [0, 5]
+minimize {
+  f1: x
+  f2: (1 + y) / x
+}
+subject to {
+  y + 9 * x >= 6
+  -y + 9 * x >= 1
+}
+prefer (f1 - 0.5)^2 + (f2 - 2)^2
+"""
+
+
+def _constr_answer() -> float:
+    """CONSTR's front is f2 = 7/x − 9 on x ∈ [7/18, 2/3] (on y + 9x = 6), 1/x after; the preference's
+    least point lies on the first part (f2 = 2 at x = 7/11)."""
+    left = minimize_scalar(
+        lambda x: (x - 0.5) ** 2 + (7 / x - 11) ** 2, bounds=(7 / 18, 2 / 3), method="bounded", options={"xatol": 1e-13}
+    )
+    right = minimize_scalar(
+        lambda x: (x - 0.5) ** 2 + (1 / x - 2) ** 2, bounds=(2 / 3, 1), method="bounded", options={"xatol": 1e-13}
+    )
+    assert left.fun < right.fun
+    return float(left.x)
+
+
+def test_constr_preference_is_exact_and_certified() -> None:
+    res = optlang.parse(CONSTR).solve(seed=0)
+    x_star = _constr_answer()
+    assert res.status.value == "converged"
+    assert abs(float(res.values["x"]) - x_star) < 1e-7
+    assert abs(float(res.values["y"]) - (6 - 9 * x_star)) < 1e-6
+    assert res.info["active_constraints"] == ["y + 9 * x >= 6"]
+    assert res.info["stationarity"] <= 1e-7 and res.info["kkt_residual"] <= 1e-7
+    assert all(c.passed for c in res.checks)
+
+
+def test_half_space_and_hyperplane_answers() -> None:
+    """Two squared distances over a convex set: the Pareto set is the segment projected onto it, so a
+    weighted sum's answer is the projection of the weighted centre."""
+    half = (
+        "var x[2] in [-3, 3]\nminimize {\n  f1: sumsq(x)\n  f2: sumsq(x - [2, 0])\n}\n"
+        "subject to { x[1] >= 1 }\nprefer f1 + 3 * f2\n"
+    )
+    res = optlang.parse(half).solve(seed=0)
+    assert res.status.value == "converged"
+    np.testing.assert_allclose(res.values["x"], [1.5, 1.0], atol=1e-8)
+    plane = (
+        "var x[3] in [-2, 2]\nminimize {\n  f1: sumsq(x - [1, 1, 0])\n  f2: sumsq(x - [0, 0, 1])\n}\n"
+        "subject to { x[0] + x[1] + x[2] == 1 }\nprefer f1 + f2\n"
+    )
+    res = optlang.parse(plane).solve(seed=0)
+    assert res.status.value == "converged"
+    np.testing.assert_allclose(res.values["x"], [1 / 3, 1 / 3, 1 / 3], atol=1e-8)
+
+
+def _model(src: str) -> tuple[cp._Flat64, object]:
+    problem = optlang.parse(src).compiled.problem
+    return cp._Flat64(problem, problem.preference, None), problem
+
+
+def test_kink_of_the_pareto_set_is_not_certified_where_phi_falls_along_a_branch() -> None:
+    """At x = 2/3, y = 0 both the first constraint and the bound y ≥ 0 hold, with positive multipliers for
+    some weights: the Pareto set goes on along each. φ falls along the constraint's branch, so the polish
+    must leave the kink (before the branch test it certified φ = 0.278 there; the answer is 0.0185)."""
+    model, _ = _model(CONSTR)
+    kink = np.array([2 / 3, 0.0])
+    r = cp.constrained_polish(model, kink, stat_tol=1e-7)
+    assert r is not None and r.stationarity <= 1e-7
+    assert abs(r.z[0] - _constr_answer()) < 1e-7 and r.z[1] > 0.2
+    # the branch analysis at the kink itself: the bound's branch shows descent
+    _, JF, _, JC = model.jacobians(kink)
+    _, gphi = model.phi(kink)
+    at_lo = np.array([False, True])
+    lam, mu, residual = cp._multipliers(JF, JC, [0], model.eq, at_lo, np.zeros(2, bool))
+    assert residual < 1e-10
+    branches = cp._branches(model, cp._Point(kink, JF, JC, gphi), at_lo, np.zeros(2, bool), [0], lam, mu)
+    assert branches[None][0] <= 1e-12  # held on both: a vertex, stationary by itself
+    measure, d = branches[("coord", 1)]
+    assert measure > 1e-3  # leaving y = 0 along the constraint lowers φ ...
+    verdict, p = cp._probe(model, kink, d, gphi)  # ... on the Pareto set, as the probe confirms
+    assert verdict == "descent" and p is not None and model.phi(p)[0] < model.phi(kink)[0]
+
+
+def test_a_branch_onto_a_weakly_pareto_face_is_probed_flat() -> None:
+    """ZDT1 with x₀ ≥ 0.5: at the preferred point (0.5, 0, …) the weights (1, 0) let every x_k leave its
+    bound (f1 stays least), and φ falls that way — but onto a weakly Pareto face: the probe's Benson step
+    comes back, and the point is certified."""
+    src = (
+        "var x[4] in [0, 1]\nlet g = 1 + 9 * mean(x[1:])\nminimize {\n  f1: x[0]\n  f2: g * (1 - sqrt(x[0] / g))\n}\n"
+        "subject to { x[0] >= 0.5 }\nprefer (f1 - 0.3)^2 + (f2 - 0.3)^2\n"
+    )
+    res = optlang.parse(src).solve(seed=0)
+    assert res.status.value == "converged"
+    np.testing.assert_allclose(res.values["x"], [0.5, 0, 0, 0], atol=1e-9)
+
+
+def test_benson_refutes_a_weakly_pareto_point_and_passes_a_pareto_one() -> None:
+    src = (
+        "var x[2] in [0, 2]\nminimize {\n  f1: x[0]\n  f2: x[1]\n}\n"
+        "subject to { x[0] + x[1] >= 1 }\nprefer f1\n"
+    )
+    model, _ = _model(src)
+    ok, gain, y = cp.pareto_test(model, np.array([0.0, 1.5]), seed=0)  # f1 least, f2 not: weakly Pareto only
+    assert not ok and gain > 0.1 and y is not None and y[1] < 1.5 - 1e-3 and abs(y[0]) < 1e-9
+    ok, gain, y = cp.pareto_test(model, np.array([0.3, 0.7]), seed=0)  # on x0 + x1 = 1: Pareto
+    assert ok and y is None and gain <= cp.GAIN_TOL
+    res = optlang.parse(src).solve(seed=0)  # f1 alone: the Pareto point (0, 1), not the face x0 = 0
+    assert res.status.value == "converged"
+    np.testing.assert_allclose(res.values["x"], [0.0, 1.0], atol=1e-8)
+
+
+def test_weighted_sum_baseline_returns_a_feasible_point() -> None:
+    res = optlang.parse(CONSTR).solve(backend="weighted-sum", seed=0)
+    x, y = float(res.values["x"]), float(res.values["y"])
+    assert y + 9 * x >= 6 - 1e-5 and -y + 9 * x >= 1 - 1e-5
+    assert res.objective is not None and res.objective >= 0.0185
+
+
+def test_errors_too_small_a_scan_and_no_feasible_point() -> None:
+    with pytest.raises(OptionError, match="front_scan"):
+        optlang.parse(CONSTR).solve(seed=0, options={"front_scan": 10})
+    res = optlang.parse(CONSTR.replace("y + 9 * x >= 6", "y + 9 * x >= 60")).solve(seed=0)
+    assert res.status.value == "error" and "no proof that none exists" in res.info["error"]
+
+
+def test_degenerate_end_under_a_constraint_is_certified_by_the_end_test() -> None:
+    """f1 = (‖x − a‖²)² has a degenerate minimum at a (inside the ball): the polish's linearization
+    vanishes there and cannot certify; the end test, with its samples held inside the constraint, does."""
+    src = (
+        "var x[2] in [-4, 4]\nminimize {\n  f1: (sumsq(x - [1.86, -0.27]))^2\n  f2: (sumsq(x - [1.90, -1.10]))^2\n}\n"
+        "subject to { sumsq(x - [1.41, -0.18]) <= 1.2769 }\nprefer sumsq(x - [1.90, 1.19])\n"
+    )
+    res = optlang.parse(src).solve(seed=0)
+    assert res.status.value == "converged" and res.info["certificate"].startswith("an end of the Pareto set")
+    np.testing.assert_allclose(res.values["x"], [1.86, -0.27], atol=1e-5)
+    off = optlang.parse(src).solve(seed=0, options={"end_test": False})
+    assert off.status.value == "feasible"  # found, not certified
+    np.testing.assert_allclose(off.values["x"], [1.86, -0.27], atol=1e-5)
