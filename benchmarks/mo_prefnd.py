@@ -15,7 +15,9 @@ Preferences: distance of F to a point, a weighted sum, a target for x (`seg`, `w
 The exact answer minimizes the preference over the Pareto set's parametrization (200 001-point grid,
 then a bounded scalar refinement). A run is a hit when its preference value is within 1e-4 (relative
 above 1) of the exact one and x lies within 1e-4 of the Pareto set; a `converged` miss is a false claim.
-Usage: .venv/bin/python benchmarks/mo_prefnd.py [--seed 0] [--n 30] [--family seg,wquad,zdt]
+`--prefs cheb,l1` draws nonsmooth preferences instead: the Chebyshev achievement max_k w_k (f_k − r_k)
+(the reference-point method's) and Σ_k |f_k − r_k|.
+Usage: .venv/bin/python benchmarks/mo_prefnd.py [--seed 0] [--n 30] [--family seg,wquad,zdt] [--prefs cheb,l1]
 """
 
 from __future__ import annotations
@@ -57,12 +59,25 @@ def _vec(v: Vec) -> str:
     return "[" + ", ".join(f"{float(t):.2f}" for t in v) + "]"
 
 
+# `--prefs`: replaces every family's preference kinds (e.g. "cheb,l1": nonsmooth preferences)
+KINDS_OVERRIDE: list[str] = []
+
+
 def _preference(
     rnd: random.Random, n: int, kinds: list[str], r2_max: float = 1.5, m: int = 2
 ) -> tuple[str, Callable[[tuple[Vec, ...], Vec], Vec], str]:
-    kind = rnd.choice(kinds)
+    kind = rnd.choice(KINDS_OVERRIDE or kinds)
     r = [round(rnd.uniform(0, 1.5), 2), round(rnd.uniform(0, r2_max), 2)]
     r += [round(rnd.uniform(0, 1.5), 2) for _ in range(m - 2)]
+    if kind == "cheb":  # the reference-point method's achievement: a kink where two pieces meet
+        w = [round(rnd.uniform(0.5, 2.0), 2) for _ in range(m)]
+        src = f"{w[0]} * (f1 - {r[0]})"
+        for k in range(1, m):
+            src = f"maximum({src}, {w[k]} * (f{k + 1} - {r[k]}))"
+        return src, lambda F, X: np.max([w[k] * (F[k] - r[k]) for k in range(m)], axis=0), kind
+    if kind == "l1":
+        src = " + ".join(f"abs(f{k + 1} - {r[k]})" for k in range(m))
+        return src, lambda F, X: sum(np.abs(F[k] - r[k]) for k in range(m)), kind
     if kind == "dist":
         src = " + ".join(f"(f{k + 1} - {r[k]})^2" for k in range(m))
         return src, lambda F, X: sum((F[k] - r[k]) ** 2 for k in range(m)), kind
@@ -185,7 +200,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--family", default="seg,wquad,zdt")
     ap.add_argument("--show", action="store_true", help="print each model's source")
+    ap.add_argument("--prefs", default="", help="preference kinds for every family (dist, lin, f1, x, cheb, l1)")
     args = ap.parse_args()
+    KINDS_OVERRIDE[:] = [k for k in args.prefs.split(",") if k]
     rnd = random.Random(args.seed)
     families = args.family.split(",")
     hits = false_claims = 0

@@ -597,35 +597,43 @@ def _judge(
 def _end_tests(
     problem: MultiObjectiveProblem, model: _Flat64, scan: Any, cands: list[_Candidate], o: Any, ctx: RunContext
 ) -> None:
-    """The end test (end_test.py) under the constraints. A certified polish whose weights sit on one
-    objective is tested too (a degenerate minimum there makes the polish's certificate spurious): failing,
-    it loses its claim. Without a certified point, the admissible points of least φ are tested in turn
-    (at most two); one that passes is settled by the test and joins the candidates, certified."""
+    """The end test (end_test.py) and the neighbours test (neighbours.py) under the constraints. A
+    certified polish whose weights sit on one objective is end-tested too (a degenerate minimum there
+    makes the polish's certificate spurious): failing, it loses its claim. Without a certified point, the
+    admissible points of least φ are tested in turn (at most two): the end test (`end_test`), then the
+    neighbours test (`neighbour_test`); one that passes joins the candidates, certified."""
     from optlang.backends.multiobjective.end_test import certify_end
+    from optlang.backends.multiobjective.neighbours import certify_neighbours
 
-    def test(c: _Candidate) -> Any:
-        return certify_end(
+    def test(c: _Candidate, certify: Any = certify_end) -> Any:
+        return certify(
             problem, model.split(c.z), ctx.seed, feasible=model.feasible_rows, constraints=model.slsqp_constraints()
         )
 
-    for c in cands:
-        if c.certified and c.polish is not None and float(np.max(c.polish.lam)) >= 1.0 - 1e-6 and not ctx.should_stop():
-            cert = test(c)
-            if cert is not None and not cert.passed:
-                c.stationary = False
+    if o.end_test:
+        for c in cands:
+            at_end = c.polish is not None and float(np.max(c.polish.lam)) >= 1.0 - 1e-6
+            if c.certified and at_end and not ctx.should_stop():
+                cert = test(c)
+                if cert is not None and not cert.passed:
+                    c.stationary = False
     if any(c.certified for c in cands):
         return
+    tests = (
+        [(certify_end, "the end test (an end of the Pareto set: a kink or degenerate minimum)")] if o.end_test else []
+    )
+    if o.neighbour_test:
+        tests.append((certify_neighbours, "the neighbours test (inside the Pareto set: a kink of φ or an objective)"))
     for c in sorted((c for c in cands if c.admissible), key=lambda c: c.phi)[:2]:
-        if ctx.should_stop():
-            return
-        cert = test(c)
-        if cert is not None and cert.passed:
-            z = model.fl.flat(cert.values)
-            how = "certified by the end test (an end of the Pareto set: a kink or degenerate minimum)"
-            found = _judge(model, scan, z, o, ctx.seed, how, None)
-            found.end = cert.detail
-            cands.append(found)
-            return
+        for certify, what in tests:
+            if ctx.should_stop():
+                return
+            cert = test(c, certify)
+            if cert is not None and cert.passed:
+                found = _judge(model, scan, model.fl.flat(cert.values), o, ctx.seed, "certified by " + what, None)
+                found.end = cert.detail
+                cands.append(found)
+                return
 
 
 def _active_texts(model: _Flat64, r: ConstrainedPolish) -> list[str]:
@@ -680,7 +688,7 @@ def solve_constrained(
     cands.append(
         _judge(model, scan, scanned, o, ctx.seed, "a point of the coarse constrained front (not polished)", None)
     )
-    if o.end_test and end_applies(problem, o.polish_max_dim):
+    if (o.end_test or o.neighbour_test) and end_applies(problem, o.polish_max_dim):
         _end_tests(problem, model, scan, cands, o, ctx)
     certified = [c for c in cands if c.certified]
     pool = certified or [c for c in cands if c.admissible] or [c for c in cands if c.feasible] or cands

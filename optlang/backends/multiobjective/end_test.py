@@ -88,18 +88,16 @@ class _Eval:
         return out_np[:, : self.m], out_np[:, self.m]
 
 
-def certify_end(
+def sampled_start(
     problem: MultiObjectiveProblem,
     values: dict[str, np.ndarray],
-    seed: int = 0,
-    feasible: Callable[[np.ndarray], np.ndarray] | None = None,
-    constraints: list[dict[str, Any]] | None = None,
-) -> EndCertificate | None:
-    """Test `values` as the preferred end of the Pareto set (module docstring); None when the point is
-    not a sampled local minimizer of any objective (not an end: nothing to say). With general
-    constraints, `feasible` (flat rows → mask) keeps the samples and the compass steps inside them and
-    `constraints` (scipy's SLSQP form) holds the Pareto points next to the end to them."""
-    from scipy import optimize
+    seed: int,
+    stream: int,
+    feasible: Callable[[np.ndarray], np.ndarray] | None,
+) -> tuple[Any, ...] | None:
+    """What both sampled tests start from: (fl, z, ev, F(z), φ(z), width, the directions D (± coordinates,
+    then the random ones R), R, the feasible sampled steps Z, the feasibility mask function); None when
+    the point or its values are not finite."""
 
     def inside(Z: np.ndarray) -> np.ndarray:
         return np.ones(np.atleast_2d(Z).shape[0], bool) if feasible is None else feasible(np.atleast_2d(Z))
@@ -115,12 +113,32 @@ def certify_end(
         return None
     dim = z.size
     width = np.where(np.isfinite(fl.hi - fl.lo), fl.hi - fl.lo, 1.0 + np.abs(z))
-    rng = np.random.default_rng([seed, 4099])
-    R = rng.standard_normal((RANDOM_DIRECTIONS, dim))
+    R = np.random.default_rng([seed, stream]).standard_normal((RANDOM_DIRECTIONS, dim))
     D = np.concatenate([np.eye(dim), -np.eye(dim), R / np.linalg.norm(R, axis=1, keepdims=True)])
     Z = np.clip(z + (np.asarray(STEPS)[:, None, None] * D[None] * width).reshape(-1, dim), fl.lo, fl.hi)
     Z = Z[np.any(Z != z, axis=1)]
-    Z = Z[inside(Z)]
+    Z = Z[inside(Z)] if Z.shape[0] else Z
+    return fl, z, ev, F0, phi0, width, D, R, Z, inside
+
+
+def certify_end(
+    problem: MultiObjectiveProblem,
+    values: dict[str, np.ndarray],
+    seed: int = 0,
+    feasible: Callable[[np.ndarray], np.ndarray] | None = None,
+    constraints: list[dict[str, Any]] | None = None,
+) -> EndCertificate | None:
+    """Test `values` as the preferred end of the Pareto set (module docstring); None when the point is
+    not a sampled local minimizer of any objective (not an end: nothing to say). With general
+    constraints, `feasible` (flat rows → mask) keeps the samples and the compass steps inside them and
+    `constraints` (scipy's SLSQP form) holds the Pareto points next to the end to them."""
+    from scipy import optimize
+
+    start = sampled_start(problem, values, seed, 4099, feasible)
+    if start is None:
+        return None
+    fl, z, ev, F0, phi0, width, D, R, Z, inside = start
+    dim = z.size
     if Z.shape[0] == 0:
         return None
     Fs, _ = ev(Z)
@@ -128,6 +146,10 @@ def certify_end(
     rnd = ROUNDING * (1.0 + np.abs(F0))
     m = F0.size
     ends = [i for i in range(m) if Fs.shape[0] and bool(np.all(Fs[:, i] >= F0[i] - rnd[i]))]
+    if constraints:
+        # on a constraint's boundary the feasible steps are a thin cone that the samples can miss (CONSTR:
+        # decreasing x needs y up by 9×): f_i's least value near the point is asked of SLSQP too
+        ends = [i for i in ends if not _descends(problem, fl, z, i, F0[i] - rnd[i], constraints, inside)]
     if not ends:
         return None
     i = ends[0]
@@ -238,6 +260,34 @@ def certify_end(
         f"by {EPSILONS[0]:g} to {EPSILONS[-1]:g}) φ rises by at least {lowest:.3g}"
     )
     return EndCertificate(values, True, calls[0], detail)
+
+
+def _descends(
+    problem: MultiObjectiveProblem,
+    fl: FlatVariables,
+    z: np.ndarray,
+    i: int,
+    below: float,
+    constraints: list[dict[str, Any]],
+    inside: Callable[[np.ndarray], np.ndarray],
+) -> bool:
+    """SLSQP (float64, from z, under the constraints) finds a feasible point with f_i < `below`: z is not
+    a local minimizer of f_i on the feasible set."""
+    from optlang.backends.multiobjective.polish import run_slsqp, scipy_bounds
+
+    fn = problem.objectives[i][1].compile("cpu", torch.float64)
+
+    def value_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
+        zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
+        v = fn(fl.split(zt)).reshape(())
+        (g,) = torch.autograd.grad(v, zt, allow_unused=True)
+        return float(v.detach()), np.zeros(z.size) if g is None else g.numpy().copy()
+
+    solved = run_slsqp(value_grad, z, scipy_bounds(fl.lo, fl.hi), constraints, 50, 1e-15)
+    if solved is None:
+        return False
+    x = np.clip(solved[0], fl.lo, fl.hi)
+    return bool(inside(x)[0]) and value_grad(x)[0] < below
 
 
 def _settle(

@@ -56,6 +56,7 @@ from optlang.backends.multiobjective.metrics import (
     nondominated_mask,
     strictly_dominating_count,
 )
+from optlang.backends.multiobjective.neighbours import certify_neighbours
 from optlang.backends.multiobjective.polish import polish, polishable
 from optlang.backends.multiobjective.scalar1d import certify_scalar, scalar_applies, scan_scalar
 from optlang.errors import OptionError
@@ -530,6 +531,7 @@ class ParetoM3Options:
     tol: float = 1e-6  # early stop: relative change of x and φ over 50 iterations below tol
     polish: bool = True  # polish the preferred point by SLSQP on the Pareto-critical system (box/free variables)
     end_test: bool = True  # 2+ variables: the sampled end test where the polish cannot certify, or at an end
+    neighbour_test: bool = True  # 2+ variables: the sampled neighbours test where the polish cannot certify
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
     front_scan: int = (
         1000  # 2+ variables, with a preference: evaluations of a coarse front checking the answer; 0 = off
@@ -691,6 +693,7 @@ class ParetoM3(Backend):
         use_polish = o.polish and polishable(problem, o.polish_max_dim)
         one_scalar = scalar_applies(problem)
         end_ok = o.end_test and not one_scalar and end_applies(problem, o.polish_max_dim)
+        neighbours_ok = o.neighbour_test and not one_scalar and end_applies(problem, o.polish_max_dim)
 
         def keep_uncertified(r: Any) -> None:
             """Remember the polish `r` as the best uncertified one when its φ is the least so far."""
@@ -716,7 +719,11 @@ class ParetoM3(Backend):
                     return try_scalar(tried)
                 # a kink or degenerate minimum of one objective at the end of the Pareto set: the
                 # sampled end test (end_test.py) decides instead
-                return end_ok and try_end(tried)
+                if end_ok and try_end(tried):
+                    return True
+                # a kink of φ (a Chebyshev preference) or of an objective inside the Pareto set: the
+                # sampled neighbours test (neighbours.py) decides
+                return neighbours_ok and try_neighbours(tried)
             if end_ok and float(np.max(r.lam)) >= 1.0 - 1e-6:
                 # the multipliers sit on one objective: an end of the Pareto set, where a degenerate
                 # minimum of that objective makes the polish's linearization vanish and its certificate
@@ -757,13 +764,16 @@ class ParetoM3(Backend):
                     return True
             return False
 
-        def try_end(starts: list[dict[str, np.ndarray]]) -> bool:
-            """The end test (end_test.py) at each start in turn; kept when it passes and the
-            merit test finds the point weakly Pareto."""
+        def try_sampled(starts: list[dict[str, np.ndarray]], certify: Any, how: str) -> bool:
+            """A sampled test (`certify`: the end test, end_test.py, or the neighbours test,
+            neighbours.py) at each start in turn (the neighbours test: best φ first); kept when it
+            passes and the merit test finds the point weakly Pareto."""
+            if how == "neighbours":
+                starts = sorted(starts, key=lambda v: float(preference.value(v)))
             for start in starts:
                 if ctx.should_stop():
                     return False
-                c = certify_end(problem, start, ctx.seed)
+                c = certify(problem, start, ctx.seed)
                 if c is None:
                     continue
                 pol_evals[0] += c.evaluations
@@ -771,9 +781,15 @@ class ParetoM3(Backend):
                     continue
                 passed, u, _ = merit_of(c.values)
                 if passed:
-                    polished.update(r=c, u=u, how="end")
+                    polished.update(r=c, u=u, how=how)
                     return True
             return False
+
+        def try_end(starts: list[dict[str, np.ndarray]]) -> bool:
+            return try_sampled(starts, certify_end, "end")
+
+        def try_neighbours(starts: list[dict[str, np.ndarray]]) -> bool:
+            return try_sampled(starts, certify_neighbours, "neighbours")
 
         def scan_from(values: dict[str, np.ndarray]) -> tuple[str, int]:
             """The whole-box scan (scalar1d, "Scan"): a non-dominated sample of lower φ than `values` by
@@ -1054,8 +1070,12 @@ class ParetoM3(Backend):
         replaced = bool(chosen) and not polished
         if status.has_solution and (refuted or not ok[best] or replaced) and status == Status.CONVERGED:
             status = Status.FEASIBLE
-        scalar = polished.get("how") in ("scalar", "end")  # certified by a sampled test, not the polish
-        if polished.get("how") == "end":
+        scalar = polished.get("how") in ("scalar", "end", "neighbours")  # a sampled test, not the polish
+        if polished.get("how") == "neighbours":
+            returned = "certified by the neighbours test (inside the Pareto set: a kink of φ or an objective)" + (
+                ", from a point of the coarse front" if polished.get("scanned") else ""
+            )
+        elif polished.get("how") == "end":
             returned = "certified by the end test (an end of the Pareto set: a kink or degenerate minimum)" + (
                 ", from a point of the coarse front" if polished.get("scanned") else ""
             )
