@@ -68,9 +68,9 @@ def test_half_space_and_hyperplane_answers() -> None:
     np.testing.assert_allclose(res.values["x"], [1 / 3, 1 / 3, 1 / 3], atol=1e-8)
 
 
-def _model(src: str) -> tuple[cp._Flat64, object]:
+def _model(src: str) -> tuple[cp.Flat64, object]:
     problem = optlang.parse(src).compiled.problem
-    return cp._Flat64(problem, problem.preference, None), problem
+    return cp.Flat64(problem, problem.preference, None), problem
 
 
 def test_kink_of_the_pareto_set_is_not_certified_where_phi_falls_along_a_branch() -> None:
@@ -151,3 +151,15 @@ def test_degenerate_end_under_a_constraint_is_certified_by_the_end_test() -> Non
     off = optlang.parse(src).solve(seed=0, options={"end_test": False})
     assert off.status.value == "feasible"  # found, not certified
     np.testing.assert_allclose(off.values["x"], [1.86, -0.27], atol=1e-5)
+
+
+def test_two_equalities_fall_back_to_slsqp_starts() -> None:
+    """Two equalities leave a circle in 3-D that the coarse front's penalty steps never landed on (no
+    feasible point in 1 000 evaluations): SLSQP under the constraints gives the polish its starts."""
+    src = (
+        "var x[3] in [-2, 2]\nminimize {\n  f1: x[0]\n  f2: x[1]\n}\n"
+        "subject to {\n  x[0]^2 + x[1]^2 + x[2]^2 == 1\n  x[2] == 0.5\n}\nprefer (f1 + 0.5)^2\n"
+    )
+    res = optlang.parse(src).solve(seed=0)
+    assert res.status.value == "converged" and res.info["scan"]["source"].startswith("SLSQP")
+    np.testing.assert_allclose(res.values["x"], [-0.5, -np.sqrt(0.5), 0.5], atol=1e-9)

@@ -63,7 +63,7 @@ def test_constrained_chebyshev_and_the_end_test_on_a_boundary() -> None:
     from optlang.backends.multiobjective import constrained_pref as cp
 
     problem = optlang.parse(src).compiled.problem
-    model = cp._Flat64(problem, problem.preference, None)
+    model = cp.Flat64(problem, problem.preference, None)
     point = {"x": np.array(x_star), "y": np.array(6 - 9 * x_star)}
     end = certify_end(problem, point, 0, feasible=model.feasible_rows, constraints=model.slsqp_constraints())
     assert end is None  # not an end of the Pareto set: nothing to say

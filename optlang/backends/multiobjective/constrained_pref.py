@@ -26,6 +26,9 @@ certify:
    Benson's test, which also refuses a weakly Pareto face); and no scan point is better in every
    objective. Then `converged` — a local claim, never `optimal`. A refuted point restarts the polish
    from the point that beat it.
+
+The float64 flat model (`Flat64`) and Benson's problem live in pareto_local.py (the neighbours test
+uses them too).
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RawSolution, RunContext
-from optlang.backends.common import FlatVariables
 from optlang.backends.multiobjective.end_test import end_applies
+from optlang.backends.multiobjective.pareto_local import GAIN_TOL, Flat64, benson, pareto_test
 from optlang.backends.multiobjective.polish import run_slsqp, scipy_bounds, tangential_projection
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem, TorchFunction
@@ -51,135 +54,10 @@ else:
 
 ROUNDS = 4  # active-set rounds of the constrained polish
 NEAR = 1e-6  # a constraint (scaled) or a box bound (fraction of the width) this close counts as active at a start
-GAIN_TOL = 1e-6  # the Pareto test refutes a point only by a y better in the scaled sum by more than this
-Y_FEASIBLE = 1e-10  # ... and keeping every scaled constraint to this (a looser y could gain by violation)
 BRANCH_TOL = 1e-8  # a branch exists where the multipliers with one row at zero leave at most this residual
-ROUNDING = 1e-12  # "no worse" in an objective for Benson's end point, relative to 1 + |f_i(x)|
-EXACT = 1e-15  # ... and for a point that refutes: float rounding only
 PROBE_STEPS = (1e-3, 1e-4, 1e-5)  # a branch's probe: steps as fractions of the width
 REFUTED_RESTARTS = 2  # polishes restarted from a point that refuted a candidate
-END_FEASIBLE = 1e-10  # the end test's samples and Pareto points keep every scaled constraint to this
-
-
-class _Flat64:
-    """The problem on a flat float64 vector: objectives, preference, and the constraint rows c(x) — the
-    general ones (each column divided by the scan's scale), then Σ x − 1 = 0 per simplex variable and
-    ‖x‖² − r² ≤ 0 per ball — with their Jacobians by torch autograd. `count` counts point evaluations
-    (with or without gradient; a Hessian row counts as one)."""
-
-    def __init__(self, problem: MultiObjectiveProblem, preference: TorchFunction, scale: np.ndarray | None) -> None:
-        self.fl = FlatVariables(problem.variables)
-        self.fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
-        self.pref = preference.compile("cpu", torch.float64)
-        self.cons = [(c.fn.compile("cpu", torch.float64), c.sense) for c in problem.constraints]
-        self.texts = [c.text for c in problem.constraints]
-        self.m = len(self.fns)
-        self.n = self.fl.lo.size
-        self.count = 0
-        z = np.where(np.isfinite(self.fl.lo), self.fl.lo, 0.0)
-        mid = np.where(np.isfinite(self.fl.lo), (self.fl.lo + self.fl.hi) / 2, self.fl.hi)
-        z = np.where(np.isfinite(self.fl.hi), mid, z)
-        with torch.no_grad():
-            vals = self.fl.split(torch.as_tensor(z, dtype=torch.float64))
-            sizes = [int(g(vals).reshape(-1).shape[0]) for g, _ in self.cons]
-        self.owner = np.concatenate(
-            [np.full(s, k) for k, s in enumerate(sizes)] + [np.full(len(self.fl.groups) + len(self.fl.balls), -1)]
-        ).astype(int)
-        eq = [np.full(s, sense == "==") for (_, sense), s in zip(self.cons, sizes, strict=True)]
-        self.eq = np.concatenate(eq + [np.ones(len(self.fl.groups), bool), np.zeros(len(self.fl.balls), bool)])
-        general = np.ones(sum(sizes)) if scale is None or scale.size != sum(sizes) else np.asarray(scale, np.float64)
-        radii = [rad for _, rad in self.fl.balls]
-        self.scale = np.concatenate([general, np.ones(len(self.fl.groups)), 1.0 + np.square(radii)])
-        self._scale_t = torch.as_tensor(self.scale, dtype=torch.float64)
-
-    @property
-    def c(self) -> int:
-        return int(self.eq.size)
-
-    def _rows(self, zt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        vals = self.fl.split(zt)
-        F = torch.stack([f(vals).reshape(()) for f in self.fns])
-        parts = [g(vals).reshape(-1).to(torch.float64) for g, _ in self.cons]
-        parts += [(zt[self.fl.grp == gi].sum() - 1.0).reshape(1) for gi in self.fl.groups]
-        parts += [(zt[self.fl.bgrp == gi] @ zt[self.fl.bgrp == gi] - rad**2).reshape(1) for gi, rad in self.fl.balls]
-        C = torch.cat(parts) / self._scale_t if parts else zt.new_zeros(0)
-        return F, C
-
-    def values(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(F, c) at z, without gradients."""
-        with torch.no_grad():
-            F, C = self._rows(torch.as_tensor(z, dtype=torch.float64))
-        self.count += 1
-        return F.numpy().copy(), C.numpy().copy()
-
-    def jacobians(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(F, J_F, c, J_c) at z."""
-        zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
-        F, C = self._rows(zt)
-        out = torch.cat([F, C])
-        J = np.zeros((out.shape[0], self.n))
-        for k in range(out.shape[0]):
-            (g,) = torch.autograd.grad(out[k], zt, retain_graph=True, allow_unused=True)
-            if g is not None:
-                J[k] = g.numpy()
-        self.count += 1
-        return F.detach().numpy().copy(), J[: self.m], C.detach().numpy().copy(), J[self.m :]
-
-    def hessian(self, z: np.ndarray, wF: np.ndarray, wC: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Rows `rows` (and the same columns) of the Hessian of Σ wF_i f_i + Σ wC_j c_j at z."""
-        zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
-        F, C = self._rows(zt)
-        L = (torch.as_tensor(wF) * F).sum() + (torch.as_tensor(wC) * C).sum()
-        (g,) = torch.autograd.grad(L, zt, create_graph=True)
-        H = np.zeros((rows.size, rows.size))
-        for r, k in enumerate(rows):
-            if g[k].requires_grad:
-                (h,) = torch.autograd.grad(g[k], zt, retain_graph=True, allow_unused=True)
-                if h is not None:
-                    H[r] = h.detach().numpy()[rows]
-        self.count += 1 + rows.size
-        return H
-
-    def phi(self, z: np.ndarray) -> tuple[float, np.ndarray]:
-        zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
-        p = self.pref(self.fl.split(zt)).reshape(())
-        (g,) = torch.autograd.grad(p, zt, allow_unused=True)
-        self.count += 1
-        return float(p.detach()), (np.zeros(self.n) if g is None else g.numpy().copy())
-
-    def violation(self, C: np.ndarray) -> float:
-        """The largest scaled violation of the rows c (|c| for equalities, max(c, 0) otherwise)."""
-        if C.size == 0:
-            return 0.0
-        return float(np.max(np.where(self.eq, np.abs(C), np.maximum(C, 0.0))))
-
-    def feasible_rows(self, Z: np.ndarray) -> np.ndarray:
-        """Mask of the rows of Z (flat points) that keep every constraint to `END_FEASIBLE` (scaled)."""
-        return np.array([self.violation(self.values(z)[1]) <= END_FEASIBLE for z in np.atleast_2d(Z)], dtype=bool)
-
-    def slsqp_constraints(self) -> list[dict[str, Any]]:
-        """The constraint rows in scipy's SLSQP form (equalities, and −c ≥ 0 for the inequalities)."""
-        eq, ineq = np.flatnonzero(self.eq), np.flatnonzero(~self.eq)
-        out: list[dict[str, Any]] = []
-        if eq.size:
-            out.append(
-                {"type": "eq", "fun": lambda y: self.values(y)[1][eq], "jac": lambda y: self.jacobians(y)[3][eq]}
-            )
-        if ineq.size:
-            out.append(
-                {
-                    "type": "ineq",
-                    "fun": lambda y: -self.values(y)[1][ineq],
-                    "jac": lambda y: -self.jacobians(y)[3][ineq],
-                }
-            )
-        return out
-
-    def width(self, z: np.ndarray) -> np.ndarray:
-        return np.where(np.isfinite(self.fl.hi - self.fl.lo), self.fl.hi - self.fl.lo, 1.0 + np.abs(z))
-
-    def split(self, z: np.ndarray) -> dict[str, np.ndarray]:
-        return {k: t.numpy().copy() for k, t in self.fl.split(torch.as_tensor(z, dtype=torch.float64)).items()}
+SLSQP_STARTS = 4  # seeded starts of the SLSQP stand-in when the coarse front keeps no feasible point
 
 
 @dataclass
@@ -242,7 +120,7 @@ class _Point:
 
 
 def _branch_stationarity(
-    model: _Flat64,
+    model: Flat64,
     p: _Point,
     cols: np.ndarray,
     rows: list[int],
@@ -274,7 +152,7 @@ def _branch_stationarity(
 
 
 def _branches(
-    model: _Flat64,
+    model: Flat64,
     p: _Point,
     at_lo: np.ndarray,
     at_hi: np.ndarray,
@@ -309,7 +187,7 @@ def _branches(
 
 
 def _slsqp_round(
-    model: _Flat64,
+    model: Flat64,
     z0: np.ndarray,
     free: np.ndarray,
     active: list[int],
@@ -373,7 +251,7 @@ def _slsqp_round(
     return v, nit
 
 
-def _probe(model: _Flat64, z: np.ndarray, d: np.ndarray, gphi: np.ndarray) -> tuple[str, np.ndarray | None]:
+def _probe(model: Flat64, z: np.ndarray, d: np.ndarray, gphi: np.ndarray) -> tuple[str, np.ndarray | None]:
     """Does φ fall along the Pareto set in the direction d (a branch's −P∇φ)? Steps of 1e-3, 1e-4, 1e-5 of
     the width along d, each taken onto the Pareto set by `benson`: ("descent", p) when some p lowers φ
     by at least a tenth of the first-order prediction; ("flat", None) when the steps came back without
@@ -400,7 +278,7 @@ def _probe(model: _Flat64, z: np.ndarray, d: np.ndarray, gphi: np.ndarray) -> tu
 
 
 def constrained_polish(
-    model: _Flat64, z_start: np.ndarray, stat_tol: float, maxiter: int = 100, stop: Callable[[], bool] | None = None
+    model: Flat64, z_start: np.ndarray, stat_tol: float, maxiter: int = 100, stop: Callable[[], bool] | None = None
 ) -> ConstrainedPolish | None:
     """SLSQP on the constrained Pareto-critical system from `z_start` (first taken onto the Pareto set by
     `benson`), with an active-set loop: a row the solution reaches joins; where φ falls along another
@@ -471,87 +349,6 @@ def constrained_polish(
     return result
 
 
-def _benson_solve(model: _Flat64, F0: np.ndarray, sig: np.ndarray, y0: np.ndarray, maxiter: int) -> np.ndarray | None:
-    """SLSQP on min Σ f_i(y)/σ_i s.t. f(y) ≤ F0, the constraints and the bounds, from y0; the end point
-    when it keeps every constraint to `Y_FEASIBLE` and every objective to `ROUNDING` (relative)."""
-
-    fl = model.fl
-    eq, ineq = np.flatnonzero(model.eq), np.flatnonzero(~model.eq)
-    cache: dict[bytes, tuple[np.ndarray, ...]] = {}
-
-    def rows(y: np.ndarray) -> tuple[np.ndarray, ...]:
-        key = y.tobytes()
-        if key not in cache:
-            cache.clear()
-            cache[key] = model.jacobians(y)
-        return cache[key]
-
-    def fun(y: np.ndarray) -> tuple[float, np.ndarray]:
-        F, JF, _, _ = rows(y)
-        return float((F / sig).sum()), (JF / sig[:, None]).sum(0)
-
-    cons: list[dict[str, Any]] = [{"type": "ineq", "fun": lambda y: F0 - rows(y)[0], "jac": lambda y: -rows(y)[1]}]
-    if eq.size:
-        cons.append({"type": "eq", "fun": lambda y: rows(y)[2][eq], "jac": lambda y: rows(y)[3][eq]})
-    if ineq.size:
-        cons.append({"type": "ineq", "fun": lambda y: -rows(y)[2][ineq], "jac": lambda y: -rows(y)[3][ineq]})
-    solved = run_slsqp(fun, y0, scipy_bounds(fl.lo, fl.hi), cons, maxiter, 1e-15)
-    if solved is None:
-        return None
-    y = np.clip(solved[0], fl.lo, fl.hi)
-    F, C = model.values(y)
-    if not (np.all(np.isfinite(F)) and model.violation(C) <= Y_FEASIBLE and np.all(F <= F0 + ROUNDING * sig)):
-        return None
-    return y
-
-
-def benson(model: _Flat64, z: np.ndarray, y0: np.ndarray, maxiter: int = 100) -> tuple[np.ndarray, float, bool] | None:
-    """Benson's problem from y0: maximize Σ_i (f_i(z) − f_i(y)) / (1 + |f_i(z)|) over feasible y no worse
-    than z in any objective. (y, gain, exact) or None when SLSQP ends outside the constraints or worse
-    than z by more than `ROUNDING`. At its end y is (locally) Pareto optimal, so it also serves as z's
-    projection onto the Pareto set. `exact`: y is no worse than z to `EXACT` (float rounding) — only such
-    a y may refute z: a y worse by δ in one objective can gain O(√δ) in another where that objective has
-    a minimum along the constraints (a point 1e-6 along a tangent, worse by 2e-12, better by 3e-6). A y
-    worse by less than `ROUNDING` is solved again against f(z) lowered by ten times its excess."""
-    F0, _ = model.values(z)
-    if not np.all(np.isfinite(F0)):
-        return None
-    sig = 1.0 + np.abs(F0)
-    y = _benson_solve(model, F0, sig, y0, maxiter)
-    if y is None:
-        return None
-    F, _ = model.values(y)
-    excess = float(np.max((F - F0) / sig))
-    if excess > EXACT:
-        again = _benson_solve(model, F0 - 10.0 * excess * sig, sig, y, maxiter)
-        if again is not None:
-            F2, _ = model.values(again)
-            if float(np.max((F2 - F0) / sig)) <= EXACT:
-                return again, float(((F0 - F2) / sig).sum()), True
-    return y, float(((F0 - F) / sig).sum()), excess <= EXACT
-
-
-def pareto_test(model: _Flat64, z: np.ndarray, seed: int) -> tuple[bool, float, np.ndarray | None]:
-    """Benson's test, local: `benson` from z and from two points 1e-3 of the width away. (passed, best
-    gain, the y that refuted z or None): refuted by a gain above `GAIN_TOL`."""
-    rng = np.random.default_rng(seed)
-    width = model.width(z)
-    fl = model.fl
-    starts = [z] + [
-        np.clip(z + 1e-3 * width * d / np.linalg.norm(d), fl.lo, fl.hi) for d in rng.standard_normal((2, z.size))
-    ]
-    best = 0.0
-    for y0 in starts:
-        found = benson(model, z, y0)
-        if found is None or not found[2]:
-            continue
-        y, gain, _ = found
-        best = max(best, gain)
-        if gain > GAIN_TOL:
-            return False, gain, y
-    return True, best, None
-
-
 @dataclass
 class _Candidate:
     """A polished (or scanned) point and what its certificate found."""
@@ -580,7 +377,7 @@ class _Candidate:
 
 
 def _judge(
-    model: _Flat64, scan: Any, z: np.ndarray, o: Any, seed: int, how: str, r: ConstrainedPolish | None
+    model: Flat64, scan: Any, z: np.ndarray, o: Any, seed: int, how: str, r: ConstrainedPolish | None
 ) -> _Candidate:
     """The certificate's parts at z: feasibility in float64, stationarity (from the polish), Benson's
     test, and domination by a scan point (better in every objective by more than the merit tolerance)."""
@@ -595,7 +392,7 @@ def _judge(
 
 
 def _end_tests(
-    problem: MultiObjectiveProblem, model: _Flat64, scan: Any, cands: list[_Candidate], o: Any, ctx: RunContext
+    problem: MultiObjectiveProblem, model: Flat64, scan: Any, cands: list[_Candidate], o: Any, ctx: RunContext
 ) -> None:
     """The end test (end_test.py) and the neighbours test (neighbours.py) under the constraints. A
     certified polish whose weights sit on one objective is end-tested too (a degenerate minimum there
@@ -636,7 +433,7 @@ def _end_tests(
                 return
 
 
-def _active_texts(model: _Flat64, r: ConstrainedPolish) -> list[str]:
+def _active_texts(model: Flat64, r: ConstrainedPolish) -> list[str]:
     """The active rows of a polish, named by the constraint's source text (domain rows by their kind)."""
     out: list[str] = []
     for j in r.active:
@@ -647,6 +444,49 @@ def _active_texts(model: _Flat64, r: ConstrainedPolish) -> list[str]:
     return out
 
 
+def _slsqp_scan(model: Flat64, seed: int, tol: float) -> Any:
+    """A stand-in for the coarse front: SLSQP minimizes each objective and their mean (objectives scaled
+    by 1 + |f| at the start) under the constraints from `SLSQP_STARTS` seeded points of the box; the
+    feasible, mutually non-dominated ends, with φ. None when no end keeps the constraints."""
+    from optlang.backends.multiobjective.front_scan import FrontScan
+    from optlang.backends.multiobjective.metrics import nondominated_mask
+
+    fl, m = model.fl, model.m
+    rng = np.random.default_rng([seed, 7717])
+    finite = np.isfinite(fl.lo) & np.isfinite(fl.hi)
+    lo, hi = np.where(finite, fl.lo, -1.0), np.where(finite, fl.hi, 1.0)
+    weights = [np.eye(m)[i] for i in range(m)] + [np.full(m, 1.0 / m)]
+    bounds, cons = scipy_bounds(fl.lo, fl.hi), model.slsqp_constraints()
+    found: list[np.ndarray] = []
+    for _ in range(SLSQP_STARTS):
+        z0 = np.clip(rng.uniform(lo, hi), fl.lo, fl.hi)
+        F0, _ = model.values(z0)
+        sig = 1.0 + np.abs(np.where(np.isfinite(F0), F0, 0.0))
+        for w in weights:
+
+            def fun(y: np.ndarray, w: np.ndarray = w, sig: np.ndarray = sig) -> tuple[float, np.ndarray]:
+                F, JF, _, _ = model.jacobians(y)
+                return float((w * F / sig).sum()), (w / sig) @ JF
+
+            solved = run_slsqp(fun, z0, bounds, cons, 100, 1e-12)
+            if solved is None:
+                continue
+            y = np.clip(solved[0], fl.lo, fl.hi)
+            F, C = model.values(y)
+            if np.all(np.isfinite(F)) and model.violation(C) <= tol:
+                found.append(y)
+    if not found:
+        return None
+    Z = np.stack(found)
+    F = np.stack([model.values(z)[0] for z in Z])
+    keep = nondominated_mask(F)
+    Z, F = Z[keep], F[keep]
+    points = [model.split(z) for z in Z]
+    X = {name: np.stack([p[name] for p in points]) for name in points[0]}
+    phi = np.array([model.phi(z)[0] for z in Z])
+    return FrontScan(F=F, X=X, phi=phi, evaluations=0, points=int(F.shape[0]))
+
+
 def solve_constrained(
     problem: MultiObjectiveProblem, preference: TorchFunction, o: Any, ctx: RunContext
 ) -> RawSolution:
@@ -655,17 +495,26 @@ def solve_constrained(
 
     names = [n for n, _ in problem.objectives]
     scan = scan_front(problem, preference, o, ctx)
+    model = Flat64(problem, preference, None if scan is None else scan.scale)
+    if scan is None and model.n <= o.polish_max_dim:
+        # the sweep kept no feasible point (two equalities leave a curve its penalty steps rarely land
+        # on): SLSQP under the constraints, from seeded starts, gives the polish its starts instead
+        scan = _slsqp_scan(model, ctx.seed, o.constraint_tol)
+        source = "SLSQP from seeded starts (the coarse front kept no feasible point)"
+        if scan is not None:
+            scan.evaluations = int(o.front_scan)  # the sweep's budget, spent without a feasible point
+    else:
+        source = "the coarse constrained front"
     if scan is None:
         return RawSolution(
             status=ctx.stop_status(Status.ERROR) if ctx.should_stop() else Status.ERROR,
             values={},
             info={
-                "error": f"no point of the coarse constrained front kept every constraint within constraint_tol = "
-                f"{o.constraint_tol:g} in front_scan = {o.front_scan} evaluations (no proof that none exists): "
+                "error": f"no point of the coarse constrained front, nor of SLSQP from {SLSQP_STARTS} seeded starts, "
+                f"kept every constraint within constraint_tol = {o.constraint_tol:g} (no proof that none exists): "
                 "raise front_scan, or check the constraints"
             },
         )
-    model = _Flat64(problem, preference, scan.scale)
     cands: list[_Candidate] = []
     polish_ok = model.n <= o.polish_max_dim and o.polish
     queue = [model.fl.flat(scan.point(i)) for i in scan.starts(o.polish_restarts + 2)] if polish_ok else []
@@ -677,7 +526,7 @@ def solve_constrained(
         r = constrained_polish(model, z_start, o.stat_tol, stop=ctx.should_stop)
         if r is None:
             continue
-        c = _judge(model, scan, r.z, o, ctx.seed, "polished from a point of the coarse constrained front", r)
+        c = _judge(model, scan, r.z, o, ctx.seed, f"polished from a point of {source}", r)
         cands.append(c)
         if c.refuter is not None and restarts_left > 0:
             restarts_left -= 1
@@ -685,9 +534,7 @@ def solve_constrained(
     # the scan's own points: feasible and non-dominated among the scan's; returned only without a certificate
     best_scan = int(np.nanargmin(np.where(np.isfinite(scan.phi), scan.phi, np.inf)))
     scanned = model.fl.flat(scan.point(best_scan))
-    cands.append(
-        _judge(model, scan, scanned, o, ctx.seed, "a point of the coarse constrained front (not polished)", None)
-    )
+    cands.append(_judge(model, scan, scanned, o, ctx.seed, f"a point of {source} (not polished)", None))
     if (o.end_test or o.neighbour_test) and end_applies(problem, o.polish_max_dim):
         _end_tests(problem, model, scan, cands, o, ctx)
     certified = [c for c in cands if c.certified]
@@ -709,7 +556,7 @@ def solve_constrained(
         "pareto_gain": best.gain,
         "polish_attempts": attempts,
         "certified_points": len(certified),
-        "scan": {"points": scan.points, "evaluations": scan.evaluations},
+        "scan": {"points": scan.points, "evaluations": scan.evaluations, "source": source},
         "evaluations": int(scan.evaluations + model.count),
         "evaluation_unit": "one point evaluation = the objective vector and the constraints at one point, with or "
         "without their gradients (a Hessian row counts as one)",

@@ -7,7 +7,7 @@ does not vanish and the answer, though found to 1e-14, ended `iteration_limit`. 
 
 - **Pareto, sampled.** Steps of 1e-3 … 1e-6 of the width along ± every coordinate and 32 seeded random
   directions (end_test.py's samples) — none dominates the point (no worse in every objective exactly in
-  float64, better in one beyond rounding) — and Benson's problem (constrained_pref.py's local Pareto
+  float64, better in one beyond rounding) — and Benson's problem (pareto_local.py's local Pareto
   test: SLSQP from the point and two nearby starts) finds no point that dominates it.
 - **The neighbours.** For each sign pattern d ∈ {−1, +1}^{m−1} and ε = 1e-3 … 1e-6 (relative), the
   Pareto point P_d(ε) = argmin f₁ s.t. f_k ≤ f_k(x*) + d_k ε (1 + |f_k(x*)|), k ≥ 2 (SLSQP in float64
@@ -72,11 +72,11 @@ def certify_neighbours(
             return EndCertificate(values, False, calls, "a sampled step dominates the point (not Pareto)")
     if constraints is None and problem.preference is not None:
         # the samples miss a thin cone of common descent (three collinear centres, a point 0.15 off their
-        # segment: no sampled step dominated it), so Benson's problem is asked too (constrained_pref.py's
+        # segment: no sampled step dominated it), so Benson's problem is asked too (pareto_local.py's
         # test; under constraints the caller has run it)
-        from optlang.backends.multiobjective.constrained_pref import _Flat64, pareto_test
+        from optlang.backends.multiobjective.pareto_local import Flat64, pareto_test
 
-        model = _Flat64(problem, problem.preference, None)
+        model = Flat64(problem, problem.preference, None)
         passed, gain, _ = pareto_test(model, z, seed)
         calls += model.count
         if not passed:
