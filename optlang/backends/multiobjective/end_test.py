@@ -177,10 +177,14 @@ def certify_end(
         return float(v.detach()), np.zeros(dim) if g is None else g.numpy()
 
     # the other objectives: each alone (two objectives: f_j), and with more, their mean too
-    others = [k for k in range(m) if k != i]
+    # the objectives that relaxing f_i should lower: not those at a sampled minimum here too (DTLZ5's end
+    # x₀ = 1 has f1 = f2 = 0: relaxing f1 cannot lower f2, only f3)
+    others = [k for k in range(m) if k != i and k not in ends]
+    if not others:
+        return None
     weights = [np.eye(m)[k] for k in others]
     if len(others) > 1:
-        weights.append(np.where(np.arange(m) == i, 0.0, 1.0 / len(others)))
+        weights.append(np.where(np.isin(np.arange(m), others), 1.0 / len(others), 0.0))
     e_i = np.eye(m)[i]
     calls = [len(Z) + 2 + used]
     bounds = [

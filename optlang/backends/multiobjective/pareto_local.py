@@ -46,9 +46,13 @@ class Flat64:
         self.m = len(self.fns)
         self.n = self.fl.lo.size
         self.count = 0
-        z = np.where(np.isfinite(self.fl.lo), self.fl.lo, 0.0)
-        mid = np.where(np.isfinite(self.fl.lo), (self.fl.lo + self.fl.hi) / 2, self.fl.hi)
-        z = np.where(np.isfinite(self.fl.hi), mid, z)
+        # a point of the domain to read the constraint rows' sizes at: a box's middle, else a finite bound or 0
+        lo, hi = self.fl.lo, self.fl.hi
+        lo_f, hi_f = np.isfinite(lo), np.isfinite(hi)
+        z = np.zeros(self.n)
+        z[lo_f & hi_f] = (lo[lo_f & hi_f] + hi[lo_f & hi_f]) / 2
+        z[lo_f & ~hi_f] = lo[lo_f & ~hi_f]
+        z[~lo_f & hi_f] = hi[~lo_f & hi_f]
         with torch.no_grad():
             vals = self.fl.split(torch.as_tensor(z, dtype=torch.float64))
             sizes = [int(g(vals).reshape(-1).shape[0]) for g, _ in self.cons]

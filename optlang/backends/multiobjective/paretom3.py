@@ -57,6 +57,7 @@ from optlang.backends.multiobjective.metrics import (
     strictly_dominating_count,
 )
 from optlang.backends.multiobjective.neighbours import certify_neighbours
+from optlang.backends.multiobjective.pareto_local import Flat64, benson
 from optlang.backends.multiobjective.polish import polish, polishable
 from optlang.backends.multiobjective.scalar1d import certify_scalar, scalar_applies, scan_scalar
 from optlang.errors import OptionError
@@ -774,16 +775,34 @@ class ParetoM3(Backend):
                 if ctx.should_stop():
                     return False
                 c = certify(problem, start, ctx.seed)
-                if c is None:
-                    continue
-                pol_evals[0] += c.evaluations
-                if not c.passed:
-                    continue
+                if c is not None:
+                    pol_evals[0] += c.evaluations
+                if c is None or not c.passed:
+                    # the loop's point can sit just off the Pareto set (DTLZ5's end x₀ = 1, g = 1e-7:
+                    # a step that lowers g dominates it); Benson's problem takes it onto the set first
+                    onto = onto_pareto(start)
+                    c = certify(problem, onto, ctx.seed) if onto is not None and not ctx.should_stop() else None
+                    if c is None:
+                        continue
+                    pol_evals[0] += c.evaluations
+                    if not c.passed:
+                        continue
                 passed, u, _ = merit_of(c.values)
                 if passed:
                     polished.update(r=c, u=u, how=how)
                     return True
             return False
+
+        def onto_pareto(start: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+            """`start` moved onto the Pareto set by Benson's problem (pareto_local.py); None when it did
+            not move or SLSQP failed."""
+            model = Flat64(problem, preference, None)
+            z = model.fl.flat(start)
+            found = benson(model, z, z) if np.all(np.isfinite(z)) else None
+            pol_evals[0] += model.count
+            if found is None or not found[1] > 0.0:
+                return None
+            return model.split(found[0])
 
         def try_end(starts: list[dict[str, np.ndarray]]) -> bool:
             return try_sampled(starts, certify_end, "end")
