@@ -16,7 +16,10 @@ The exact answer minimizes the preference along the Pareto set's parametrization
 then a bounded scalar refinement). A run is a hit when its preference value is within 1e-4 (relative
 above 1) of the exact one, x lies within 1e-4 of the Pareto set and keeps the constraints to 1e-6; a
 `converged` miss is a false claim.
+`--prefs cheb,l1` draws the Chebyshev achievement or Σ|f_k − r_k| instead (not for `constr`, whose
+preferences are its own).
 Usage: .venv/bin/python benchmarks/mo_prefcon.py [--seed 0] [--n 30] [--family half,ball,plane,constr,zdtc]
+       [--prefs cheb,l1]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import random
 import time
 from collections.abc import Callable
 
+import mo_prefnd
 import numpy as np
 from mo_prefnd import TRANSFORMS, Case, Vec, _distance_to_curve, _exact, _preference, _vec
 
@@ -176,7 +180,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--family", default="half,ball,plane,constr,zdtc")
     ap.add_argument("--show", action="store_true", help="print each model's source")
+    ap.add_argument("--prefs", default="", help="preference kinds for the drawn families (as mo_prefnd.py's)")
     args = ap.parse_args()
+    mo_prefnd.KINDS_OVERRIDE[:] = [k for k in args.prefs.split(",") if k]
     rnd = random.Random(args.seed)
     families = args.family.split(",")
     hits = false_claims = 0

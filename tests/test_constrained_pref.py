@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
+from scipy.optimize import brentq, minimize_scalar
 
 import optlang
 from optlang.backends.multiobjective import constrained_pref as cp
@@ -163,3 +163,41 @@ def test_two_equalities_fall_back_to_slsqp_starts() -> None:
     res = optlang.parse(src).solve(seed=0)
     assert res.status.value == "converged" and res.info["scan"]["source"].startswith("SLSQP")
     np.testing.assert_allclose(res.values["x"], [-0.5, -np.sqrt(0.5), 0.5], atol=1e-9)
+
+
+def test_a_certified_end_does_not_shadow_a_lower_kink() -> None:
+    """ZDT-like with x₀ + x₁ ≥ 0.44 and φ = (1.38 − f1) + |f2 − 0.79|: the end x₀ = 1 (φ 1.17) is a
+    certified local minimum, the answer (φ 1.0494, where f2 = 0.79) a kink of φ the polish cannot certify.
+    Before, the sampled tests ran only when nothing was certified, and the end was returned `converged`."""
+    src = (
+        "var x[3] in [0, 1]\nlet g = 1 + 9 * mean(x[1:])\nminimize {\n  f1: x[0]\n"
+        "  f2: g * (1 - sqrt(x[0] / g))\n}\nsubject to { x[0] + x[1] >= 0.44 }\n"
+        "prefer abs(f1 - 1.38) + abs(f2 - 0.79)\n"
+    )
+
+    def phi(t: float) -> float:
+        g = 1 + 4.5 * max(0.0, 0.44 - t)
+        return 1.38 - t + abs(g * (1 - np.sqrt(t / g)) - 0.79)
+
+    t_star = brentq(lambda t: (1 + 4.5 * (0.44 - t)) * (1 - np.sqrt(t / (1 + 4.5 * (0.44 - t)))) - 0.79, 0.2, 0.44)
+    res = optlang.parse(src).solve(seed=19)
+    assert res.status.value == "converged"
+    assert abs(float(res.values["x"][0]) - t_star) < 1e-7
+    assert res.objective == pytest.approx(phi(t_star), abs=1e-9)
+
+
+def test_bensons_test_refutes_a_scan_point_whose_best_y_is_worse_by_rounding() -> None:
+    """A coarse-front point 0.4 off the Pareto set: Benson's y gains 0.063 but is worse than it in f2 by
+    3.5e-15 (relative), and the re-solve against a lowered f2 does not move; a gain that far beyond what
+    the excess could buy (√-effect) refutes it (before, it was returned in place of the certified answer)."""
+    src = (
+        "var x[5] in [-4.0, 4.0]\nminimize {\n  f1: sumsq(x - [-1.53, 1.79, -1.89, 1.69, 1.79])\n"
+        "  f2: sumsq(x - [-0.26, 1.33, -1.79, -1.44, -1.96])\n}\n"
+        "subject to { dot(x, [-0.99, 0.66, -0.82, 0.18, -0.45]) <= 3.6 }\n"
+        "prefer sumsq(x - [0.65, 1.93, -0.28, 0.07, 1.32])\n"
+    )
+    problem = optlang.parse(src).compiled.problem
+    model = cp.Flat64(problem, problem.preference, np.array([8.76869392]))
+    z = np.array([-0.9329888820648193, 1.53082275390625, -1.7402515411376953, 0.35506027936935425, 0.7478383779525757])
+    ok, gain, y = cp.pareto_test(model, z, seed=25)
+    assert not ok and gain > 0.05 and y is not None

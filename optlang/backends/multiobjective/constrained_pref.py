@@ -414,14 +414,18 @@ def _end_tests(
                 cert = test(c)
                 if cert is not None and not cert.passed:
                     c.stationary = False
-    if any(c.certified for c in cands):
+    # the points a sampled test may certify: admissible, not certified, and lower in φ than every certified
+    # one (a certified local end must not shadow a lower kink: ZDT-like, |f2 − 0.79| in φ)
+    floor = min((c.phi for c in cands if c.certified), default=np.inf)
+    lower = [c for c in cands if c.admissible and not c.certified and c.phi < floor - _rounding(floor)]
+    if not lower:
         return
     tests = (
         [(certify_end, "the end test (an end of the Pareto set: a kink or degenerate minimum)")] if o.end_test else []
     )
     if o.neighbour_test:
         tests.append((certify_neighbours, "the neighbours test (inside the Pareto set: a kink of φ or an objective)"))
-    for c in sorted((c for c in cands if c.admissible), key=lambda c: c.phi)[:2]:
+    for c in sorted(lower, key=lambda c: c.phi)[:2]:
         for certify, what in tests:
             if ctx.should_stop():
                 return
@@ -431,6 +435,11 @@ def _end_tests(
                 found.end = cert.detail
                 cands.append(found)
                 return
+
+
+def _rounding(phi: float) -> float:
+    """φ differences below this are rounding (relative 1e-12)."""
+    return 1e-12 * (1.0 + abs(phi)) if np.isfinite(phi) else 0.0
 
 
 def _active_texts(model: Flat64, r: ConstrainedPolish) -> list[str]:
@@ -540,6 +549,14 @@ def solve_constrained(
     certified = [c for c in cands if c.certified]
     pool = certified or [c for c in cands if c.admissible] or [c for c in cands if c.feasible] or cands
     best = min(pool, key=lambda c: c.phi)
+    admissible = [c for c in cands if c.admissible]
+    if best.certified and admissible:
+        # a feasible point that Benson's test could not improve and no scan point beats, clearly lower in
+        # φ than the certified one (in another basin, where no test could certify): the certificate is
+        # local, so the lower point is returned — without the claim
+        low = min(admissible, key=lambda c: c.phi)
+        if low.phi < best.phi - 1e-3 * (1.0 + abs(best.phi)):
+            best = low
     status = Status.CONVERGED if best.certified else Status.FEASIBLE if best.feasible else Status.ERROR
     if ctx.should_stop() and not best.certified:
         status = ctx.stop_status(status)
