@@ -262,7 +262,7 @@ def _probe(model: Flat64, z: np.ndarray, d: np.ndarray, gphi: np.ndarray) -> tup
     slope = -float(gphi @ d)
     if reach <= 0.0 or slope <= 0.0:
         return "flat", None
-    phi0 = model.phi(z)[0]
+    phi0 = model.phi_value(z)
     seen = False
     for frac in PROBE_STEPS:
         t = frac / reach
@@ -272,7 +272,7 @@ def _probe(model: Flat64, z: np.ndarray, d: np.ndarray, gphi: np.ndarray) -> tup
             continue
         seen = True
         p = found[0]
-        if phi0 - model.phi(p)[0] > 0.1 * t * slope:
+        if phi0 - model.phi_value(p) > 0.1 * t * slope:
             return "descent", p
     return ("flat" if seen else "unknown"), None
 
@@ -382,7 +382,7 @@ def _judge(
     """The certificate's parts at z: feasibility in float64, stationarity (from the polish), Benson's
     test, and domination by a scan point (better in every objective by more than the merit tolerance)."""
     F, C = model.values(z)
-    phi = float(model.phi(z)[0])
+    phi = model.phi_value(z)
     feasible = bool(np.all(np.isfinite(F)) and np.isfinite(phi) and model.violation(C) <= o.constraint_tol)
     stationary = r is not None and r.residual <= o.stat_tol and r.stationarity <= o.stat_tol
     pareto, gain, y = pareto_test(model, z, seed) if feasible else (False, 0.0, None)
@@ -466,7 +466,7 @@ def _slsqp_scan(model: Flat64, seed: int, tol: float) -> Any:
     lo, hi = np.where(finite, fl.lo, -1.0), np.where(finite, fl.hi, 1.0)
     weights = [np.eye(m)[i] for i in range(m)] + [np.full(m, 1.0 / m)]
     bounds, cons = scipy_bounds(fl.lo, fl.hi), model.slsqp_constraints()
-    found: list[np.ndarray] = []
+    found: list[tuple[np.ndarray, np.ndarray]] = []
     for _ in range(SLSQP_STARTS):
         z0 = np.clip(rng.uniform(lo, hi), fl.lo, fl.hi)
         F0, _ = model.values(z0)
@@ -483,16 +483,16 @@ def _slsqp_scan(model: Flat64, seed: int, tol: float) -> Any:
             y = np.clip(solved[0], fl.lo, fl.hi)
             F, C = model.values(y)
             if np.all(np.isfinite(F)) and model.violation(C) <= tol:
-                found.append(y)
+                found.append((y, F))
     if not found:
         return None
-    Z = np.stack(found)
-    F = np.stack([model.values(z)[0] for z in Z])
+    Z = np.stack([y for y, _ in found])
+    F = np.stack([F for _, F in found])
     keep = nondominated_mask(F)
     Z, F = Z[keep], F[keep]
     points = [model.split(z) for z in Z]
     X = {name: np.stack([p[name] for p in points]) for name in points[0]}
-    phi = np.array([model.phi(z)[0] for z in Z])
+    phi = np.array([model.phi_value(z) for z in Z])
     return FrontScan(F=F, X=X, phi=phi, evaluations=0, points=int(F.shape[0]))
 
 

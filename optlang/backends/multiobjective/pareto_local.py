@@ -115,6 +115,13 @@ class Flat64:
         self.count += 1 + rows.size
         return H
 
+    def phi_value(self, z: np.ndarray) -> float:
+        """φ at z, without its gradient."""
+        with torch.no_grad():
+            p = self.pref(self.fl.split(torch.as_tensor(z, dtype=torch.float64))).reshape(())
+        self.count += 1
+        return float(p)
+
     def phi(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
         p = self.pref(self.fl.split(zt)).reshape(())

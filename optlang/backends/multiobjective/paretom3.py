@@ -757,13 +757,17 @@ class ParetoM3(Backend):
                 if c is None:
                     continue
                 pol_evals[0] += c.evaluations
-                if not c.passed:
-                    continue
-                passed, u, _ = merit_of(c.values)
-                if passed:
-                    polished.update(r=c, u=u, how="scalar")
+                if c.passed and keep_certified(c, "scalar"):
                     return True
             return False
+
+        def keep_certified(c: Any, how: str) -> bool:
+            """Keep a passed sampled certificate `c` as the polished point when the merit test finds its
+            point weakly Pareto."""
+            passed, u, _ = merit_of(c.values)
+            if passed:
+                polished.update(r=c, u=u, how=how)
+            return passed
 
         def try_sampled(starts: list[dict[str, np.ndarray]], certify: Any, how: str) -> bool:
             """A sampled test (`certify`: the end test, end_test.py, or the neighbours test,
@@ -787,9 +791,7 @@ class ParetoM3(Backend):
                     pol_evals[0] += c.evaluations
                     if not c.passed:
                         continue
-                passed, u, _ = merit_of(c.values)
-                if passed:
-                    polished.update(r=c, u=u, how=how)
+                if keep_certified(c, how):
                     return True
             return False
 
