@@ -226,44 +226,64 @@ def offspring(
     return _unflat(children(P, Fn, lo, hi, count, rng), layout)
 
 
-def explore(
-    problem: MultiObjectiveProblem,
-    archive: Any,
-    ev: Any,
-    z: np.ndarray,
-    s: np.ndarray,
-    evals: int,
-    pop: int,
-    ctx: Any,
-    tol: float,
-) -> Iterator[int]:
-    """Generations of `pop` offspring (the last one smaller) until `evals` evaluations are spent, every
-    offspring evaluated and archived (feasible ones only: `archive_feasible`); yields the evaluations
-    spent so far after each generation (the caller stops early by leaving the loop). The population
-    starts as at most `pop` archived non-dominated points spread by `spread_subset` and evolves as
-    NSGA-II's does (`survivors` of parents and offspring), so that dominated offspring stay parents
-    while the population is small: a front collapsed to a few points (every ray at one corner) still
-    spreads. Yields nothing when the archive keeps no points."""
-    from optlang.backends.multiobjective.common import archive_feasible
+class Explorer:
+    """An NSGA-II population that lives across a front's explorations: each `run` first merges the
+    archived non-dominated points into it (at most one population's worth, spread by `spread_subset`),
+    so that what the mesh found since joins the parents, while the population's own progress in the
+    decision space (the mixed variables of a multimodal g, ZDT4's nine Rastrigin terms) is kept rather
+    than re-drawn from a front the gradient steps took into local basins."""
 
-    rng = np.random.default_rng([ctx.seed, 104729, ev.count])
-    F0, AX = archive.front()
-    if AX is None or F0.shape[0] == 0:
-        return
-    P, F, lo, hi, layout = _population(problem, F0, AX, z, s, pop)
-    m = F.shape[1]
-    spent = 0
-    while spent < evals and not ctx.should_stop():
-        n = min(pop, evals - spent)
-        C = children(P, F, lo, hi, n, rng)
-        X = {k: torch.as_tensor(v, dtype=ctx.dtype, device=ctx.device) for k, v in _unflat(C, layout).items()}
-        with torch.no_grad():
-            out = ev(X)
-        ok = archive_feasible(archive, ev, out, X, tol).cpu().numpy()
-        Fc = (out[:, :m].detach().cpu().numpy().astype(np.float64) - z) / s
-        ok &= np.all(np.isfinite(Fc), axis=1)
-        P, F = np.concatenate([P, C[ok]]), np.concatenate([F, Fc[ok]])
-        alive = survivors(F, pop)
-        P, F = P[alive], F[alive]
-        spent += n
-        yield spent
+    def __init__(self, problem: MultiObjectiveProblem, pop: int, seed: int, tol: float) -> None:
+        self.problem, self.pop, self.tol = problem, pop, tol
+        self.lo, self.hi, self.layout = _bounds(problem)
+        self.P = np.zeros((0, self.lo.size))
+        self.F = np.zeros((0, len(problem.objectives)))  # raw objective values (the normalization moves)
+        self.seed = seed
+        self.generations = 0
+        self.beaten = False  # an offspring dominated a solution of the caller's mesh (a local front)
+
+    def _merge(self, archive: Any, z: np.ndarray, s: np.ndarray) -> None:
+        """At most `pop` archived non-dominated points (spread) join the population; the best `pop` stay."""
+        F0, AX = archive.front()
+        P, F = self.P, self.F
+        if AX is not None and F0.shape[0]:
+            Fa = np.asarray(F0, dtype=np.float64)
+            keep = spread_subset((Fa - z) / s, self.pop)
+            P = np.concatenate([P, _flat({k: np.asarray(v)[keep] for k, v in AX.items()}, self.layout, keep.size)])
+            F = np.concatenate([F, Fa[keep]])
+        _, first = np.unique(P, axis=0, return_index=True)  # an archived point the population holds already
+        first = np.sort(first)
+        P, F = P[first], F[first]
+        alive = survivors((F - z) / s, self.pop)
+        self.P, self.F = P[alive], F[alive]
+
+    def run(self, archive: Any, ev: Any, z: np.ndarray, s: np.ndarray, evals: int, ctx: Any) -> Iterator[int]:
+        """Generations of `pop` offspring (the last one smaller) until `evals` evaluations are spent, every
+        offspring evaluated and archived (feasible ones only: `archive_feasible`); yields the evaluations
+        spent so far after each generation (the caller stops early by leaving the loop). Parents and
+        offspring compete as NSGA-II's do (`survivors`), so that dominated offspring stay parents while
+        the population is small: a front collapsed to a few points (every ray at one corner) still
+        spreads. Yields nothing when neither the archive nor the population holds a point."""
+        from optlang.backends.multiobjective.common import archive_feasible
+
+        self._merge(archive, z, s)
+        if self.P.shape[0] == 0:
+            return
+        rng = np.random.default_rng([self.seed, 104729, ev.count])
+        m = self.F.shape[1]
+        spent = 0
+        while spent < evals and not ctx.should_stop():
+            n = min(self.pop, evals - spent)
+            C = children(self.P, (self.F - z) / s, self.lo, self.hi, n, rng)
+            X = {k: torch.as_tensor(v, dtype=ctx.dtype, device=ctx.device) for k, v in _unflat(C, self.layout).items()}
+            with torch.no_grad():
+                out = ev(X)
+            ok = archive_feasible(archive, ev, out, X, self.tol).cpu().numpy()
+            Fc = out[:, :m].detach().cpu().numpy().astype(np.float64)
+            ok &= np.all(np.isfinite(Fc), axis=1)
+            P, F = np.concatenate([self.P, C[ok]]), np.concatenate([self.F, Fc[ok]])
+            alive = survivors((F - z) / s, self.pop)
+            self.P, self.F = P[alive], F[alive]
+            self.generations += 1
+            spent += n
+            yield spent

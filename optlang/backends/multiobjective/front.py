@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RunContext
-from optlang.backends.multiobjective.metrics import directions, nondominated_mask
+from optlang.backends.multiobjective.explore import Explorer
+from optlang.backends.multiobjective.metrics import directions, nondominated_mask, weakly_dominated, weakly_dominates
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -61,7 +62,11 @@ else:
 # the nadir is still moving, and an end ray restarted in a sector of a wrong normalization does not get
 # back to its end (ZDT1's f2 end, test_front_mode_zdt1)
 _EXCHANGE_AXES_FROM = 0.5
+_EXPLORE_IDLE_SHARE = 0.05  # ... or as many as this fraction of the budget left pays for, if more
+_PROBE_FROM = 2.5  # the probe runs when front_evals is at least this many stage 0s (K × front_iters)
+_LOCAL_IDLE_SHARE = 0.25  # ... once the mesh was beaten (a multimodal g improves in rare jumps)
 _EXPLORE_PATIENCE = 2  # an exploration ends after this many generations that left no archived point far from the mesh
+_GROW = 2.0  # `_monotone`: a step's growth while its slope keeps its sign (the acceptance test bounds it)
 _RHO0 = 100.0  # the exact penalty's starting weight: an axis ray's achievement slope is up to 1/δ = 100
 
 
@@ -84,6 +89,7 @@ class FrontRun:
     nadir: np.ndarray = field(default_factory=lambda: np.zeros(0))
     solution_F: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the rays' and refinements' end points
     explored: int = 0  # solutions added from the explorations' offspring (front_explore)
+    local_front: bool = False  # an exploration's offspring dominated solutions of the mesh (`Explorer.beaten`)
 
 
 def achievement(q: torch.Tensor, W: torch.Tensor, o: Any) -> torch.Tensor:
@@ -718,7 +724,9 @@ def _extremes(
     added to the solutions (and the archive) when it keeps every constraint. The axis rays' exact penalty
     stalls in the pockets of a wavy boundary (Tanaka's f₁ ended at 0.46 of its least 0.042) or on the
     wrong side of a piecewise front (Osyczka–Kundu's f₂ at 10 of its least 4); the front's ends bound the
-    normalization and most of its hypervolume. The evaluations count against `front_evals`."""
+    normalization and most of its hypervolume. Also after an exploration beat the mesh (any front): the
+    points that beat it cluster where the offspring went (ZDT4's f₂ end was left at f₁ = 0.5). The
+    evaluations count against `front_evals`."""
     from optlang.backends import registry
     from optlang.backends.base import Status
     from optlang.backends.common import scalar_count
@@ -786,6 +794,7 @@ def _refine(
     predicted = corrected = 0
     mesh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the last (Q, edges, lengths)
     explored = 0  # solutions that the explorations added
+    explorer = Explorer(problem, 2 * K, ctx.seed, o.constraint_tol)  # one population for every exploration
 
     def resolved() -> str:
         """The mesh is resolved: each solution takes its finishing steps (`_finish`), then the budget left
@@ -800,14 +809,39 @@ def _refine(
                 return "time" if ctx.should_stop() else "diverged"
             nd_mask = nondominated_mask(SF)
             z, s = _normalization(archive, SF, nd_mask, ctx)
-        SF, SX, added = _explore_far(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, K)
+        return explore_more(False)
+
+    def explore_more(probe: bool) -> str:
+        """`_explore_far`, and when its offspring beat the mesh, the front's ends and rays again. Returns
+        "more" when new solutions came, else "converged" (or "time" / "diverged")."""
+        nonlocal SF, SX, nd_mask, z, s, explored
+        SF, SX, added = _explore_far(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, K, explorer, probe)
         explored += added
         if not added:
             return "converged"
         nd_mask = nondominated_mask(SF)
         z, s = _normalization(archive, SF, nd_mask, ctx)
+        if explorer.beaten:  # the mesh was a local front: its ends and its rays follow the better one
+            SF, SX = _extremes(problem, o, ctx, archive, ev, budget, SF, SX)
+            SF, SX, ok = _reray(problem, o, ctx, archive, ev, SF, SX, z, s, budget, rho0)
+            if not ok:
+                return "time" if ctx.should_stop() else "diverged"
+            nd_mask = nondominated_mask(SF)
+            z, s = _normalization(archive, SF, nd_mask, ctx)
         return "more"
 
+    if (
+        o.front_probe
+        and stopped not in ("time", "diverged")
+        and SF.shape[0]
+        and budget >= _PROBE_FROM * K * o.front_iters
+    ):
+        # before meshing the rays' front: do a few generations of offspring beat it (a local front)? Only
+        # with a budget of a few stage 0s: a smaller one fits the rays and their mesh (at the default 4 000
+        # an early exploration cost DTLZ4 0.84 → 0.75 mean HV over 20 seeds), and a local front would waste
+        # a larger one (DTLZ1 at 25 000: 0.0 → 0.99)
+        probed = explore_more(True)
+        stopped = probed if probed in ("time", "diverged") else stopped
     while stopped not in ("time", "diverged"):
         zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
         # edges join non-dominated solutions only (dominated ones, e.g. weakly Pareto points, stay in the archive)
@@ -890,6 +924,7 @@ def _refine(
         nadir=(z + s).cpu().numpy().astype(np.float64),
         solution_F=SF,
         explored=explored,
+        local_front=explorer.beaten,
     )
 
 
@@ -906,38 +941,76 @@ def _explore_far(
     s: torch.Tensor,
     budget: int,
     K: int,
+    explorer: Explorer,
+    probe: bool = False,
 ) -> tuple[np.ndarray, dict[str, torch.Tensor], int]:
-    """A resolved mesh with budget left (at least 10 K evaluations, so that the refinement can mesh what
-    is found): `explore` (at most `front_explore` of the budget left and `front_explore_gens`
-    generations of a population of 2 K), then add as solutions the archived points that
-    lie farther than 2 `front_resolution` (normalized) from every non-dominated solution, at most K, spread
-    by farthest-point sampling. Exploration ends early after `_EXPLORE_PATIENCE` generations that leave
-    no such point (a resolved front then costs 4 K evaluations more, not the whole allowance).
-    Returns (SF, SX, how many were added); 0: the mesh stays resolved."""
-    from optlang.backends.multiobjective.explore import explorable, explore
+    """A resolved mesh with budget left (at least 5 populations' worth): `explorer` runs (at most
+    `front_explore` of the budget left and `front_explore_gens` generations), then the archived points
+    that lie farther than 2 `front_resolution` (normalized) from every non-dominated solution join the
+    solutions, at most K, spread by farthest-point sampling.
 
-    pop = 2 * K
+    A generation is idle when it archives no new point that far off; the exploration ends after
+    `_EXPLORE_PATIENCE` idle generations in a row, or as many as `_EXPLORE_IDLE_SHARE` of the budget
+    left pays for (a resolved front costs a few generations, not the whole allowance). Once an offspring
+    dominates a solution of the mesh (`explorer.beaten`: the mesh was a local front, as ZDT4's rays end
+    in a basin of its Rastrigin g), this and every later exploration may spend `front_explore_local` of
+    the budget left, with no cap on generations: the population's search is then what improves the front,
+    and meshing a front it is about to beat is wasted. Returns (SF, SX, how many were added); 0: the
+    mesh stays resolved."""
+    from optlang.backends.multiobjective.explore import explorable
+
+    pop = explorer.pop
     left = budget - ev.count
-    evals = min(o.front_explore_gens * pop, int(o.front_explore * left) if budget < 10**12 else 10**12)
     if o.front_explore <= 0 or left < 5 * pop or not explorable(problem) or archive.front()[1] is None:
         return SF, SX, 0
+    capped = min(o.front_explore_gens * pop, int(o.front_explore * left) if budget < 10**12 else 10**12)
+    if probe:
+        capped = min(capped, _EXPLORE_PATIENCE * pop)
+    local = int(max(o.front_explore, o.front_explore_local) * left) if budget < 10**12 else capped
     zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
     from scipy.spatial import cKDTree
 
-    tree = cKDTree((SF[nd_mask] - zn) / sn)
+    mesh = SF[nd_mask]
+    margin = o.front_resolution * sn
+    hit = np.zeros(mesh.shape[0], dtype=bool)  # the mesh's solutions that new points beat
+    tree = cKDTree((mesh - zn) / sn)
+    patience = max(_EXPLORE_PATIENCE, round(_EXPLORE_IDLE_SHARE * left / pop))
+    if archive.front()[0].shape[0] <= SF.shape[1]:
+        patience = 10**9  # a front of at most m points: a collapse (DTLZ4's rays all at one corner) is told
+        # from a front that is one point only by exploring it; the allowance bounds the cost
     idle = 0
     far, dist, Q = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, SF.shape[1]))
     F, AX = archive.front()
-    for _ in explore(problem, archive, ev, zn, sn, evals, pop, ctx, o.constraint_tol):
+    known = {r.tobytes() for r in F}
+    before = F
+    for spent in explorer.run(archive, ev, zn, sn, max(local, capped), ctx):
         F, AX = archive.front()
         if AX is None or F.shape[0] == 0:
             return SF, SX, 0
         Q = (F - zn) / sn
         dist, _ = tree.query(Q)
-        more = np.flatnonzero(dist > 2 * o.front_resolution)
-        idle = 0 if more.size > far.size else idle + 1  # a generation that found no new point far off
-        far = more
-        if idle >= _EXPLORE_PATIENCE:
+        far = np.flatnonzero(dist > 2 * o.front_resolution)
+        # a generation that archived no new point far off is idle (counting the far points instead stalls
+        # a front that moves: one offspring beating many far points lowers their count)
+        fresh = np.asarray([i for i in far if F[i].tobytes() not in known], dtype=np.int64)
+        if explorer.beaten:  # every point of a better front is far from the old mesh: progress is now the
+            # archive's front moving (a new point better than one archived before by the resolution) or growing
+            new = np.asarray([i for i in range(F.shape[0]) if F[i].tobytes() not in known], dtype=np.int64)
+            if new.size and before.shape[0]:
+                gap, _ = cKDTree((before - zn) / sn).query(Q[new])
+                moved = weakly_dominates(F[new] + margin, before).any(1)
+                fresh = new[(gap > 2 * o.front_resolution) | moved]
+        known = {r.tobytes() for r in F}
+        idle = 0 if fresh.size else idle + 1
+        # beaten: at least half of the mesh's solutions are worse than new points by the resolution in every
+        # objective (a few beaten ones are rays the budget cut short, as on a constrained front)
+        if fresh.size and not explorer.beaten:
+            hit |= weakly_dominated(F[fresh] + margin, mesh)
+            explorer.beaten = 2 * int(hit.sum()) >= mesh.shape[0]
+        before = F
+        if explorer.beaten:
+            patience = max(patience, round(_LOCAL_IDLE_SHARE * left / pop))
+        if idle >= patience or (not explorer.beaten and spent >= capped) or spent >= local:
             break
     chosen: list[int] = []
     d = dist[far].copy()
@@ -951,6 +1024,119 @@ def _explore_far(
     SF = np.concatenate([SF, F[idx]])
     SX = {n: torch.cat([t, torch.as_tensor(AX[n][idx], dtype=t.dtype, device=t.device)]) for n, t in SX.items()}
     return SF, SX, idx.size
+
+
+def _reray(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    SF: np.ndarray,
+    SX: dict[str, torch.Tensor],
+    z: torch.Tensor,
+    s: torch.Tensor,
+    budget: int,
+    rho0: float,
+) -> tuple[np.ndarray, dict[str, torch.Tensor], bool]:
+    """An exploration's offspring dominated solutions of the mesh: the rays had ended on a local front
+    (ZDT4's Rastrigin g), and the points that beat it cluster where the offspring went, not at the
+    front's ends. Stage 0's directions run again, as one batch, each from the archived point best on its
+    own achievement, for `front_reray_iters` steps (at most a quarter of the budget left); their end
+    points join the solutions, so that the ends and the spread follow the better front. Returns the
+    solutions and False on the time limit or non-finite objectives."""
+    F, AX = archive.front()
+    W, _ = front_directions(problem, o)
+    iters = min(o.front_reray_iters, (budget - ev.count) // (4 * W.shape[0]) - 1)
+    if AX is None or F.shape[0] <= F.shape[1] or iters < 2:  # (a front of m points: every ray would start alike)
+        return SF, SX, True
+    Q = (torch.as_tensor(F, dtype=z.dtype, device=z.device) - z) / s
+    Wt = torch.as_tensor(np.maximum(W, o.front_delta), dtype=z.dtype, device=z.device)
+    start = achievement(Q[:, None, :], Wt[None], o).argmin(0).cpu().numpy()  # (K,) archived rows
+    X0 = {n: torch.as_tensor(AX[n][start], dtype=t.dtype, device=t.device) for n, t in SX.items()}
+    rb = _Batch(problem, ev, X0, W, o, ctx, o.front_lr * o.refine_lr, rho0)
+    # the axis rays (q ∝ e_i: every other objective least) minimize the sum of the other objectives: the ends
+    axis = torch.as_tensor((W >= 0.999).any(1, keepdims=True) * (1.0 - W), device=z.device).to(z.dtype)
+    res = _monotone(rb, iters, z, s, archive, ctx, o.front_lr * o.refine_lr, axis)
+    if res is None:
+        return SF, SX, False
+    Fc, Xc, ok = res
+    keep = torch.as_tensor(ok, device=ctx.device)
+    SF = np.concatenate([SF, Fc[ok]])
+    SX = {n: torch.cat([t, Xc[n][keep].to(t.dtype)]) for n, t in SX.items()}
+    return SF, SX, True
+
+
+def _monotone(
+    rb: _Batch,
+    iters: int,
+    z: torch.Tensor,
+    s: torch.Tensor,
+    archive: Any,
+    ctx: RunContext,
+    t0: float,
+    axis: torch.Tensor | None = None,
+) -> tuple[np.ndarray, dict[str, torch.Tensor], np.ndarray] | None:
+    """`iters` evaluations of a monotone, sign-based descent of each row's achievement (Rprop's steps
+    with an acceptance test): every coordinate moves by its own step against its slope's sign from the
+    row's best point so far; a step doubles while its slope keeps its sign and halves when it flips,
+    and a trial point that is not better is dropped with the row's steps halved. A row so never leaves
+    its best value (Adam's early steps of a fixed fraction of the box jump the basins of a multimodal
+    g), and coordinates of very different slopes (ZDT4's x₀ near 0 against its g's variables) travel
+    alike. A coordinate's first step is t0 of its variable's scale times its scaled slope's share of
+    the row's largest (a coordinate at the bottom of its basin starts still). `axis` (B, m): a row that is not all zero
+    minimizes axis · q (augmented by `front_alpha` Σ q) instead of its achievement: the front's ends.
+    Returns the rows' best objective vectors, points and finiteness / feasibility, or None on the time
+    limit."""
+    from optlang.backends.multiobjective.common import batched_project_, safe_grads, variable_scale
+
+    B = rb.W.shape[0]
+    scales = {v.name: variable_scale(v, rb.X[v.name]) for v in rb.problem.variables}
+    step = {n: torch.full_like(v.detach(), t0 * scales[n]) for n, v in rb.X.items()}
+    sign = {n: torch.zeros_like(v.detach()) for n, v in rb.X.items()}
+    best = torch.full((B,), math.inf, dtype=rb.W.dtype, device=rb.W.device)
+    bestF = torch.full((B, rb.m), math.inf, dtype=rb.W.dtype, device=rb.W.device)
+    bestX = {n: v.detach().clone() for n, v in rb.X.items()}
+    feasible = torch.zeros(B, dtype=torch.bool, device=rb.W.device)
+    first = True
+    for _ in range(iters):
+        if ctx.should_stop():
+            return None
+        out = rb.evaluate(z, s, archive)
+        if out is None:  # non-finite objectives somewhere: every row keeps its best point
+            break
+        F, ach = out
+        if axis is not None:  # an axis row minimizes its objective (augmented), not the Chebyshev achievement
+            q = (F - z) / s
+            own = (q * axis).sum(1) + rb.o.front_alpha * q.sum(1)
+            ach = torch.where(axis.any(1), own + (ach - achievement(q, rb.W, rb.o)), ach)
+        g, _ = safe_grads(ach.sum(), rb.X)
+        better = ach.detach() < best  # (finite values only: inf < inf is false)
+        with torch.no_grad():
+            best = torch.where(better, ach.detach(), best)
+            bestF = torch.where(better[:, None], F.detach(), bestF)
+            feasible = torch.where(better, rb.feasible, feasible)
+            if first:  # each coordinate's first step: t0 of its scale times its slope's share of the largest
+                gs = {n: torch.nan_to_num(g[n], nan=0.0, posinf=1e30, neginf=-1e30).abs() * scales[n] for n in g}
+                top = torch.stack([v.reshape(B, -1).amax(1) for v in gs.values()]).amax(0).clamp(min=1e-30)
+                for n, v in gs.items():
+                    share = v / top.reshape((B,) + (1,) * (v.dim() - 1))
+                    step[n] = t0 * scales[n] * share.clamp(min=1e-3)
+                first = False
+            trial = {}
+            for n, v in rb.X.items():
+                row = better.reshape((B,) + (1,) * (v.dim() - 1))
+                new = torch.sign(torch.nan_to_num(g[n], nan=0.0))
+                kept = new * sign[n]
+                grown = torch.where(kept > 0, _GROW * step[n], torch.where(kept < 0, 0.5 * step[n], step[n]))
+                step[n] = torch.where(row, grown, 0.5 * step[n]).clamp(max=0.5 * scales[n])
+                sign[n] = torch.where(row, new, sign[n])
+                bestX[n] = torch.where(row, v.detach(), bestX[n])
+                trial[n] = bestX[n] - step[n] * sign[n]
+            batched_project_(rb.problem.variables, trial)
+            rb.X = {n: v.requires_grad_(True) for n, v in trial.items()}
+    ok = (feasible & torch.isfinite(best)).cpu().numpy()
+    return bestF.cpu().numpy().astype(np.float64), bestX, ok
 
 
 def _finish(

@@ -503,6 +503,9 @@ class ParetoM3Options:
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_explore: float = 0.5  # a resolved mesh spends at most this fraction of the budget left on offspring
     front_explore_gens: int = 30  # generations of 2 K offspring per exploration at most
+    front_probe: bool = True  # big budgets: 2 generations before the mesh; offspring that beat it start the above
+    front_explore_local: float = 0.9  # ... and this fraction, uncapped in generations, once offspring beat the mesh
+    front_reray_iters: int = 30  # steps of the rays run again when offspring beat the mesh (a local front)
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
     front_finish_iters: int = 20  # at most this many finishing steps per solution
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
@@ -552,7 +555,9 @@ RANGES = {
     **dict.fromkeys(("front_tol", "refine_iters", "front_verify_max", "front_predict_tol"), ">=0"),
     "front_finish_iters": ">=0",
     "front_explore_gens": ">=1",
+    "front_reray_iters": ">=1",
     "front_explore": "[0,1]",
+    "front_explore_local": "[0,1]",
     "front_extreme_iters": ">=1",
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",
@@ -1200,6 +1205,7 @@ class ParetoM3(Backend):
             "corrected": fr.corrected,
             "exchanged": fr.exchanged,
             "explored": fr.explored,
+            "local_front": fr.local_front,
             "stage0_iterations": fr.stage0_iterations,
             "evaluations": int(fr.evaluations),
             "evaluation_unit": "one point evaluation = the objective vector at one point, with or without its gradient",
