@@ -1,13 +1,14 @@
 """Front problems outside the main multi-objective table, written as `.opt` models and solved as a user
 would (`optlang.parse(text).solve(seed)`), scored by hypervolume against their analytic fronts; NSGA-II
-and NSGA-III (pymoo, when installed) at the same evaluations (4 000, or `--set front_evals=N`) on the same problems.
+and NSGA-III (pymoo, when installed) at the same evaluations (4 000, or `--set front_evals=N`).
 
-They probe what the main table does not: a multimodal g (ZDT4), a non-uniform, multimodal f1 (ZDT6), a
-concave front reached through flattening exponentials (Fonseca–Fleming), a degenerate curve in three
-objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep at its minimum), a biased density (DTLZ4,
-x^100), one scalar variable (Schaffer N1), a convex pair of quadratics, and general constraints (a
-front on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary; the classic
-constrained fronts BNH, SRN, TNK (a wavy boundary in four pieces) and OSY (six constraints, five pieces)).
+They probe what the main table does not: a multimodal g (ZDT4; DTLZ3, DTLZ1's g on DTLZ2's sphere), a
+non-uniform, multimodal f1 (ZDT6), a concave front reached through flattening exponentials
+(Fonseca–Fleming), a degenerate curve in three objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep
+at its minimum), a biased density (DTLZ4, x^100), one scalar variable (Schaffer N1), a convex pair of
+quadratics, and general constraints (a front on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a
+constraint's boundary; the classic constrained fronts BNH, SRN, TNK (a wavy boundary in four pieces)
+and OSY (six constraints, five pieces)).
 HV reference: the analytic front's nadir + 10 % of its range (1.1 for DTLZ4).
 Usage: .venv/bin/python benchmarks/mo_heldout.py [--seeds 0,1] [--no-pymoo] [--set KEY=VALUE ...]
 """
@@ -149,6 +150,13 @@ PROBLEMS: dict[str, tuple[str, np.ndarray, float | None]] = {
     "quadratics": (
         "var x[2] in [-3, 3]\nminimize {\n  f1: x[0]^2 + x[1]^2\n  f2: (x[0] - 1)^2 + (x[1] - 1)^2\n}\n",
         _dense2(2 * _t**2, 2 * (1 - _t) ** 2),
+        None,
+    ),
+    "dtlz3": (
+        _dtlz(1, "let a = x[0]\nlet b = x[1]").replace(
+            "sumsq(x[2:] - 0.5)", f"100 * (10 + sum((x[2:] - 0.5)^2 - cos(20 * {PI} * (x[2:] - 0.5))))"
+        ),
+        _sphere(),
         None,
     ),
     "dtlz4": (_dtlz(100, "let a = x[0]^100\nlet b = x[1]^100"), _sphere(), 1.1**3 - math.pi / 6),
@@ -305,6 +313,8 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
 
     def fd(X: np.ndarray) -> np.ndarray:
         g = (X[:, 2:] ** 0.1).sum(1) if name == "dtlz6" else ((X[:, 2:] - 0.5) ** 2).sum(1)
+        if name == "dtlz3":
+            g = 100 * (10 + ((X[:, 2:] - 0.5) ** 2 - np.cos(20 * np.pi * (X[:, 2:] - 0.5))).sum(1))
         a = X[:, 0] ** alpha
         b = X[:, 1] ** alpha if name == "dtlz4" else (1 + 2 * g * X[:, 1]) / (2 * (1 + g))
         h = math.pi / 2

@@ -364,6 +364,22 @@ def test_front_mesh_edges_and_distinct_midpoints() -> None:
     assert _distinct(a, b, dd, sq, sq, done, 1).tolist() == [0] and done == set()
 
 
+def test_nondominated_append_matches_a_full_filter() -> None:
+    """The front refinement's incremental mask (new rows compared with the old non-dominated rows only)
+    equals `nondominated_mask` of the whole, ties (first of equal rows kept) included, for 2–4 objectives
+    and empty parts (the full filter cost 8.5 of 17.7 s on a 20 000-point DTLZ3 mesh)."""
+    from optlang.backends.multiobjective.metrics import nondominated_append
+
+    rng = np.random.default_rng(0)
+    for t in range(300):
+        m, n1, n2 = int(rng.integers(2, 5)), int(rng.integers(0, 60)), int(rng.integers(0, 30))
+        F, N = rng.random((n1, m)), rng.random((n2, m))
+        if t % 2:  # a coarse grid: equal rows between and within the two parts
+            F, N = np.round(F * 4) / 4, np.round(N * 4) / 4
+        got = nondominated_append(F, nondominated_mask(F), N)
+        assert np.array_equal(got, nondominated_mask(np.concatenate([F, N]))), t
+
+
 def test_nondominated_mask_and_archive_match_all_pairs() -> None:
     """The sorted, kept-rows-only non-dominated filter and the one-pass archive merge give what an
     all-pairs test gives, ties (first of equal rows kept), infinities and NaN included."""

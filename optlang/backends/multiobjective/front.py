@@ -48,7 +48,13 @@ import numpy as np
 
 from optlang.backends.base import RunContext
 from optlang.backends.multiobjective.explore import Explorer
-from optlang.backends.multiobjective.metrics import directions, nondominated_mask, weakly_dominated, weakly_dominates
+from optlang.backends.multiobjective.metrics import (
+    directions,
+    nondominated_append,
+    nondominated_mask,
+    weakly_dominated,
+    weakly_dominates,
+)
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -900,10 +906,10 @@ def _refine(
         if keep.size:
             ki = torch.as_tensor(keep, device=ctx.device)
             fresh_from = SF.shape[0]  # the new solutions' indices: no recorded edge (gaps) touches them
+            nd_mask = nondominated_append(SF, nd_mask, Fn[keep])
             SF = np.concatenate([SF, Fn[keep]])
             SX = {n: torch.cat([t, Xk[n][ki]]) for n, t in SX.items()}
         cost = max(1.0, (ev.count - spent0) / max(1, ia.size))
-        nd_mask = nondominated_mask(SF)
         z, s = _normalization(archive, SF, nd_mask, ctx)
     if stopped == "converged" and (not complete or SF.shape[0] == 0):
         stopped = "limit"

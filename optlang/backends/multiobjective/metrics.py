@@ -67,6 +67,22 @@ def nondominated_mask(F: np.ndarray) -> np.ndarray:
     return keep
 
 
+def nondominated_append(F: np.ndarray, mask: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """`nondominated_mask` of F's rows followed by `new`'s, given `mask` = nondominated_mask(F): a row
+    that F's non-dominated rows do not dominate is dominated by none of F (a dominating row is dominated
+    by, or is, a non-dominated one), so only the new rows are compared — with F's non-dominated rows and
+    among themselves (equal rows: the earlier kept, as in `nondominated_mask`)."""
+    new = np.asarray(new, dtype=np.float64)
+    own = nondominated_mask(new)
+    old = np.flatnonzero(mask)
+    if old.size and own.any():
+        own[own] = ~weakly_dominated(np.asarray(F, dtype=np.float64)[old], new[own])
+    kept = np.asarray(mask, dtype=bool).copy()
+    if own.any() and old.size:
+        kept[old] = ~weakly_dominated(new[own], np.asarray(F, dtype=np.float64)[old])
+    return np.concatenate([kept, own])
+
+
 @functools.cache
 def _upper(n: int) -> np.ndarray:
     """The strict upper triangle mask (n, n), made once (read-only)."""
