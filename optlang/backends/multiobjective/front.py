@@ -32,7 +32,12 @@ piece) and is not kept. Refinement stops when every remaining edge is shorter th
 spent (`iteration_limit`). A resolved mesh first takes its finishing steps (`_finish`); with at least
 10 K evaluations left it is then explored (`explore.py`: an NSGA-II population grown from the archive)
 and the archived points found far from every solution join the mesh, whose refinement goes on from
-them; the finishing steps of a mesh that exploring grew take at most half the budget left.
+them; the finishing steps of a mesh that exploring grew take at most half the budget left. One NSGA-II
+population (`explore.Explorer`) lives across the explorations. When its offspring beat a solution of the
+mesh by the resolution, the mesh was a local front (a multimodal g): explorations may then spend
+`front_explore_local` of the budget left, and the front's ends (`_extremes`) and rays (`_reray`) are
+solved again on the better front; with a large budget and no general constraints a short exploration
+probes the rays' front before it is meshed (`front_probe`).
 
 Every evaluated point enters the non-dominated archive; the archive is the returned front.
 """
