@@ -842,7 +842,7 @@ def _refine(
             z, s = _normalization(archive, SF, nd_mask, ctx)
         return "more"
 
-    big = budget >= _PROBE_FROM * K * o.front_iters
+    big = budget >= _PROBE_FROM * _directions(m, o, False).shape[0] * o.front_iters  # (the Adam rays' stage 0)
     if o.front_probe and big and not ev.constrained and stopped not in ("time", "diverged") and SF.shape[0]:
         # before meshing the rays' front: do a few generations of offspring beat it (a local front)? Only
         # with a budget of a few stage 0s: a smaller one fits the rays and their mesh (at the default 4 000
