@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -1051,3 +1052,23 @@ def test_constrained_front_with_an_equality_in_three_variables() -> None:
     X = np.array([np.ravel(p["values"]["x"]) for p in res.info["front"]])
     assert X.shape[0] >= 50 and np.abs(X.sum(1) + 0.4).max() <= 2e-6
     assert _check(res, "front_feasible")[0]
+
+
+def test_front_evals_is_one_budget_for_the_wing(tmp_path: Path) -> None:
+    """`front_evals` means the same for `weighted-sum` as for paretom3 (the front's point evaluations at
+    most), so a model's `solver auto { front_evals = N }` runs both at N in `optlang compare` (it was an
+    option error for the baseline); below 2 K (one step of each weight and its last point) it is refused."""
+    import optlang
+    from optlang.compare.orchestrate import compare
+
+    src = "var x[3] in [-2, 2]\nminimize {\n  f1: sumsq(x)\n  f2: sumsq(x - 1)\n}\n"
+    r = optlang.parse(src).solve(backend="weighted-sum", seed=0, options={"front_evals": 2000})
+    assert r.info["evaluations"] == 2000  # 20 weights × (99 steps + the last point)
+    with pytest.raises(OptionError, match="below the 40 evaluations"):
+        optlang.parse(src).solve(backend="weighted-sum", seed=0, options={"front_evals": 25})
+    model = tmp_path / "front.opt"
+    model.write_text(src + "solver auto { front_evals = 1200 }\n", encoding="utf-8")
+    c = compare(model, backends=["paretom3", "weighted-sum"], seed=0, device="cpu")
+    evals = {res.backend: res.info.get("evaluations") for res in c.results}
+    assert set(evals) == {"paretom3", "weighted-sum"}
+    assert all(e is not None and 1200 - 40 <= e <= 1200 for e in evals.values()), evals

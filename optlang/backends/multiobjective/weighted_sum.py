@@ -37,6 +37,7 @@ from optlang.backends.multiobjective.common import (
     variable_scale,
 )
 from optlang.backends.multiobjective.metrics import directions, hypervolume, nondominated_mask
+from optlang.errors import OptionError
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -52,6 +53,7 @@ class WeightedSumOptions:
 
     points: int = 20  # about this many weight vectors (Das-Dennis)
     iters: int = 300  # projected Adam steps per weight (all weights run as one batch; ctx.max_iter overrides)
+    front_evals: int = 0  # > 0: the sweep's point evaluations at most (sets iters), as paretom3's front_evals
     lr: float = 0.02  # Adam step, in units of the domain width (box), radius (ball) or max(1, |x0|)
     lr_final: float = 1e-3  # cosine decay to this fraction of lr
     scalarization: str = "linear"  # "linear" (weighted sum) | "chebyshev" (weighted max)
@@ -69,6 +71,7 @@ class WeightedSum(Backend):
     option_ranges = {
         "points": ">=1",
         "iters": ">=1",
+        "front_evals": ">=0",
         "lr": ">0",
         "lr_final": "[0,1]",
         "front_max": ">=0",
@@ -83,11 +86,17 @@ class WeightedSum(Backend):
     def refuse(self, form: Any) -> str | None:
         return refuse_multiobjective(form, self.kinds, front_constraints=True)
 
+    def check_for_model(self, options: Any, form: Any) -> None:
+        """`optlang check`: front_evals against the model's weights (`_check_budget`)."""
+        if form.n_objectives >= 2:
+            _check_budget(options, form.n_objectives)
+
     def solve(self, problem: MultiObjectiveProblem, options: WeightedSumOptions, ctx: RunContext) -> RawSolution:
         o = options
         self.check_options(o)  # make_options checked them; options built by hand are checked here
         m = len(problem.objectives)
         names = [n for n, _ in problem.objectives]
+        _check_budget(o, m)
         W = torch.as_tensor(directions(o.points, m), dtype=ctx.dtype, device=ctx.device)
         K = W.shape[0]
         ev = BatchEval(problem, ctx, with_preference=False, with_constraints=True)
@@ -96,7 +105,10 @@ class WeightedSum(Backend):
         X = {k: v.requires_grad_(True) for k, v in X.items()}
         scales = {v.name: variable_scale(v, X[v.name]) for v in problem.variables}
         opt = ProjectedAdam(X, scales, o.lr)
-        iters = ctx.max_iter if ctx.max_iter is not None else o.iters
+        # front_evals (the multi-objective wing's shared budget, so that `solver auto { front_evals = N }` and
+        # `optlang compare` run this baseline at paretom3's evaluations) sets the steps of every weight
+        budget_iters = max(1, o.front_evals // K - 1) if o.front_evals > 0 else o.iters  # (and a last evaluation)
+        iters = ctx.max_iter if ctx.max_iter is not None else budget_iters
         z = None
         status = Status.ITERATION_LIMIT
         k = 0
@@ -208,4 +220,16 @@ class WeightedSum(Backend):
             history=list(ctx.history),
             info=info,
             checks=checks,
+        )
+
+
+def _check_budget(options: WeightedSumOptions, m: int) -> None:
+    """front_evals (when not 0) must pay for one step of every weight and its last point (2 K)."""
+    least = 2 * directions(options.points, m).shape[0]
+    if 0 < options.front_evals < least:
+        raise OptionError(
+            "front_evals",
+            f"front_evals = {options.front_evals} is below the {least} evaluations of one step of each of the "
+            f"{least // 2} weights and their last points",
+            hint="raise front_evals, lower points, or give 0 (iters decides)",
         )
