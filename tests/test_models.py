@@ -136,13 +136,13 @@ def test_box_projection_is_accurate_to_float64() -> None:
 
 
 def test_zdt4_front_reaches_the_global_front() -> None:
-    """models/zdt4_front.opt (25 000 evaluations set in its solver block): the rays' front is a local
+    """models/zdt4_front.opt (30 000 evaluations set in its solver block): the rays' front is a local
     one and the population beats it; the returned front's hypervolume, re-derived against the analytic
-    front f2 = 1 − √f1 (reference 1.1, 1.1), is within 2 % of the exact one (measured 0.994)."""
+    front f2 = 1 − √f1 (reference 1.1, 1.1), is within 2 % of the exact one (measured 0.997)."""
     from optlang.backends.multiobjective.metrics import hypervolume
 
     r = _load("zdt4_front.opt").solve(seed=0)
-    assert r.info["local_front"] and r.info["evaluations"] <= 25000
+    assert r.info["local_front"] and r.info["evaluations"] <= 30000
     F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in r.info["front"]])
     t = np.linspace(0.0, 1.0, 20001)
     ref = np.array([1.1, 1.1])
