@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from types import SimpleNamespace
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pytest
@@ -13,7 +13,6 @@ import pytest
 from optlang.backends.multiobjective.explore import (
     crowding,
     explorable,
-    offspring,
     polynomial_mutation,
     ranks,
     sbx,
@@ -22,6 +21,9 @@ from optlang.backends.multiobjective.explore import (
 )
 from optlang.backends.multiobjective.metrics import hypervolume
 from optlang.problem import Domain, MultiObjectiveProblem, Variable
+
+if TYPE_CHECKING:
+    import torch
 
 DTLZ4 = (
     "param h = 1.5707963267948966\nvar x[7] in [0, 1]\nlet g = sumsq(x[2:] - 0.5)\n"
@@ -93,14 +95,65 @@ def _problem(*variables: Variable) -> MultiObjectiveProblem:
     return cast(MultiObjectiveProblem, SimpleNamespace(variables=variables))
 
 
-def test_offspring_shapes_follow_the_variables() -> None:
-    prob = _problem(Variable("x", (2, 3), Domain("box", 0.0, 1.0)), Variable("y", (), Domain("box", -1.0, 1.0)))
-    assert explorable(prob)
-    AX = {"x": np.random.default_rng(0).random((4, 2, 3)), "y": np.linspace(-1, 1, 4)}
-    F = np.random.default_rng(1).random((4, 2))
-    kids = offspring(prob, F, AX, np.zeros(2), np.ones(2), 7, np.random.default_rng(2))
-    assert kids["x"].shape == (7, 2, 3) and kids["y"].shape == (7,)
-    assert np.all((kids["x"] >= 0) & (kids["x"] <= 1)) and np.all(np.abs(kids["y"]) <= 1)
+class _Eval:
+    """A stand-in for BatchEval: F = (Σ x², Σ (x − 1)²) over every scalar, counted, no constraints."""
+
+    constrained = False
+    fns = (None, None)
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shapes: list[dict[str, tuple[int, ...]]] = []
+
+    def __call__(self, X: dict) -> torch.Tensor:
+        import torch
+
+        self.shapes.append({k: tuple(v.shape) for k, v in X.items()})
+        flat = torch.cat([v.reshape(v.shape[0], -1) for v in X.values()], 1)
+        self.count += flat.shape[0]
+        return torch.stack([(flat**2).sum(1), ((flat - 1) ** 2).sum(1)], 1)
+
+
+def test_explorer_keeps_its_population_and_the_boxes() -> None:
+    """`Explorer.run`: offspring keep each variable's shape and box, every one is evaluated and archived,
+    the population (at most `pop`) carries over to the next run, merged with what the archive gained
+    since, and the same seed gives the same offspring."""
+    import torch
+
+    from optlang.backends.multiobjective.common import Archive
+    from optlang.backends.multiobjective.explore import Explorer
+
+    x = Variable("x", (2, 3), Domain("box", 0.0, 1.0))
+    y = Variable("y", (), Domain("box", -1.0, 1.0))
+    prob = cast(MultiObjectiveProblem, SimpleNamespace(variables=(x, y), objectives=(("f1", None), ("f2", None))))
+    ctx = SimpleNamespace(seed=0, dtype=torch.float64, device="cpu", should_stop=lambda: False)
+
+    def run(explorer: Explorer, archive: Archive, ev: _Eval, evals: int) -> list[int]:
+        return list(explorer.run(archive, ev, np.zeros(2), np.ones(2), evals, ctx))
+
+    def fresh() -> tuple[Explorer, Archive, _Eval]:
+        archive, ev = Archive(), _Eval()
+        X0 = {
+            "x": torch.rand(4, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64),
+            "y": torch.linspace(-1, 1, 4, dtype=torch.float64),
+        }
+        archive.add(ev(X0), X0)
+        return Explorer(prob, 6, seed=0, tol=1e-6), archive, ev
+
+    explorer, archive, ev = fresh()
+    assert run(explorer, archive, ev, 15) == [6, 12, 15]  # generations of `pop`, the last one smaller
+    assert ev.count == 4 + 15 and ev.shapes[1] == {"x": (6, 2, 3), "y": (6,)} and ev.shapes[-1]["y"] == (3,)
+    assert explorer.generations == 3 and explorer.P.shape == (6, 7) and explorer.F.shape == (6, 2)
+    assert np.all((explorer.P[:, :6] >= 0) & (explorer.P[:, :6] <= 1)) and np.all(np.abs(explorer.P[:, 6]) <= 1)
+    kept = explorer.P.copy()
+    far = {"x": torch.full((1, 2, 3), 0.5, dtype=torch.float64), "y": torch.full((1,), 0.5, dtype=torch.float64)}
+    archive.add(ev(far), far)  # a point the archive gained between two runs
+    run(explorer, archive, ev, 6)
+    assert explorer.generations == 4 and explorer.P.shape[0] <= 6
+    assert not np.array_equal(kept, explorer.P)  # it evolved from where it was, not from scratch
+    again, archive2, ev2 = fresh()
+    run(again, archive2, ev2, 15)
+    np.testing.assert_array_equal(again.P, kept)  # seeded: the same population
 
 
 def test_only_finite_boxes_are_explored() -> None:

@@ -198,34 +198,6 @@ def _unflat(C: np.ndarray, layout: list[tuple[str, tuple[int, ...]]]) -> dict[st
     return out
 
 
-def _population(
-    problem: MultiObjectiveProblem, F: np.ndarray, AX: dict[str, np.ndarray], z: np.ndarray, s: np.ndarray, size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[str, tuple[int, ...]]]]:
-    """At most `size` of the points AX (objectives F) spread by `spread_subset`: their flattened points,
-    their normalized objectives (F − z) / s, the per-scalar bounds and the variables' layout."""
-    lo, hi, layout = _bounds(problem)
-    Fn = (np.asarray(F, dtype=np.float64) - z) / s
-    keep = spread_subset(Fn, size)
-    P = _flat({k: np.asarray(v)[keep] for k, v in AX.items()}, layout, keep.size)
-    return P, Fn[keep], lo, hi, layout
-
-
-def offspring(
-    problem: MultiObjectiveProblem,
-    F: np.ndarray,
-    AX: dict[str, np.ndarray],
-    z: np.ndarray,
-    s: np.ndarray,
-    count: int,
-    rng: np.random.Generator,
-) -> dict[str, np.ndarray]:
-    """`count` children of the points AX (objectives F; at most `count` of them, spread by
-    `spread_subset` in the normalized objectives (F − z) / s, are the parents), as (count, *shape)
-    arrays."""
-    P, Fn, lo, hi, layout = _population(problem, F, AX, z, s, count)
-    return _unflat(children(P, Fn, lo, hi, count, rng), layout)
-
-
 class Explorer:
     """An NSGA-II population that lives across a front's explorations: each `run` first merges the
     archived non-dominated points into it (at most one population's worth, spread by `spread_subset`),
