@@ -73,11 +73,11 @@ else:
 # the nadir is still moving, and an end ray restarted in a sector of a wrong normalization does not get
 # back to its end (ZDT1's f2 end, test_front_mode_zdt1)
 _EXCHANGE_AXES_FROM = 0.5
+_EXPLORE_PATIENCE = 2  # an exploration ends after this many generations that left no archived point far from the mesh
 _EXPLORE_IDLE_SHARE = 0.05  # ... or as many as this fraction of the budget left pays for, if more
+_LOCAL_IDLE_SHARE = 0.25  # ... and this fraction once the mesh was beaten (a multimodal g improves in rare jumps)
 _PROBE_GENS = 5  # generations of the probe (unless its offspring beat the mesh: then the exploration goes on)
 _PROBE_FROM = 2.5  # the probe runs when front_evals is at least this many stage 0s (K × front_iters)
-_LOCAL_IDLE_SHARE = 0.25  # ... once the mesh was beaten (a multimodal g improves in rare jumps)
-_EXPLORE_PATIENCE = 2  # an exploration ends after this many generations that left no archived point far from the mesh
 _GROW = 2.0  # `_monotone`: a step's growth while its slope keeps its sign (the acceptance test bounds it)
 _RHO0 = 100.0  # the exact penalty's starting weight: an axis ray's achievement slope is up to 1/δ = 100
 
