@@ -88,6 +88,17 @@ class _Eval:
         return out_np[:, : self.m], out_np[:, self.m]
 
 
+def weighted_value_grad(fns: list[Any], fl: FlatVariables, w: np.ndarray, x: np.ndarray) -> tuple[float, np.ndarray]:
+    """Σ w_k f_k (`fns` compiled in float64; zero weights skipped) at the flat point x, and its gradient by
+    autograd: what SLSQP asks of an objective in the sampled tests."""
+    zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
+    parts = fl.split(zt)
+    v = sum(float(wk) * fns[k](parts).reshape(()) for k, wk in enumerate(w) if wk != 0.0)
+    assert isinstance(v, torch.Tensor)
+    (g,) = torch.autograd.grad(v, zt, allow_unused=True)
+    return float(v.detach()), np.zeros(x.size) if g is None else g.numpy().copy()
+
+
 def sampled_start(
     problem: MultiObjectiveProblem,
     values: dict[str, np.ndarray],
@@ -168,13 +179,7 @@ def certify_end(
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
 
     def value_grad(w: np.ndarray, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """Σ w_k f_k and its gradient at x."""
-        zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        parts = fl.split(zt)
-        v = sum(float(wk) * fns[k](parts).reshape(()) for k, wk in enumerate(w) if wk != 0.0)
-        assert isinstance(v, torch.Tensor)
-        (g,) = torch.autograd.grad(v, zt, allow_unused=True)
-        return float(v.detach()), np.zeros(dim) if g is None else g.numpy()
+        return weighted_value_grad(fns, fl, w, x)
 
     # the other objectives: each alone (two objectives: f_j), and with more, their mean too
     # the objectives that relaxing f_i should lower: not those at a sampled minimum here too (DTLZ5's end
@@ -279,13 +284,10 @@ def _descends(
     a local minimizer of f_i on the feasible set."""
     from optlang.backends.multiobjective.polish import run_slsqp, scipy_bounds
 
-    fn = problem.objectives[i][1].compile("cpu", torch.float64)
+    fns = [problem.objectives[i][1].compile("cpu", torch.float64)]
 
     def value_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
-        zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        v = fn(fl.split(zt)).reshape(())
-        (g,) = torch.autograd.grad(v, zt, allow_unused=True)
-        return float(v.detach()), np.zeros(z.size) if g is None else g.numpy().copy()
+        return weighted_value_grad(fns, fl, np.ones(1), x)
 
     solved = run_slsqp(value_grad, z, scipy_bounds(fl.lo, fl.hi), constraints, 50, 1e-15)
     if solved is None:

@@ -989,7 +989,6 @@ def _explore_far(
     idle = 0
     far, dist, Q = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, SF.shape[1]))
     F, AX = archive.front()
-    known = {r.tobytes() for r in F}
     before = F
     for spent in explorer.run(archive, ev, zn, sn, max(local, capped), ctx):
         F, AX = archive.front()
@@ -998,17 +997,17 @@ def _explore_far(
         Q = (F - zn) / sn
         dist, _ = tree.query(Q)
         far = np.flatnonzero(dist > 2 * o.front_resolution)
+        new = ~np.isin(_row_keys(F), _row_keys(before))  # archived in this generation
         # a generation that archived no new point far off is idle (counting the far points instead stalls
         # a front that moves: one offspring beating many far points lowers their count)
-        fresh = np.asarray([i for i in far if F[i].tobytes() not in known], dtype=np.int64)
+        fresh = far[new[far]]
         if explorer.beaten:  # every point of a better front is far from the old mesh: progress is now the
             # archive's front moving (a new point better than one archived before by the resolution) or growing
-            new = np.asarray([i for i in range(F.shape[0]) if F[i].tobytes() not in known], dtype=np.int64)
-            if new.size and before.shape[0]:
-                gap, _ = cKDTree((before - zn) / sn).query(Q[new])
-                moved = weakly_dominates(F[new] + margin, before).any(1)
-                fresh = new[(gap > 2 * o.front_resolution) | moved]
-        known = {r.tobytes() for r in F}
+            rows = np.flatnonzero(new)
+            if rows.size and before.shape[0]:
+                gap, _ = cKDTree((before - zn) / sn).query(Q[rows])
+                moved = weakly_dominates(F[rows] + margin, before).any(1)
+                fresh = rows[(gap > 2 * o.front_resolution) | moved]
         idle = 0 if fresh.size else idle + 1
         # beaten: a solution of the mesh is worse than a new point by the resolution in every objective
         if fresh.size and not explorer.beaten:
@@ -1030,6 +1029,12 @@ def _explore_far(
     SF = np.concatenate([SF, F[idx]])
     SX = {n: torch.cat([t, torch.as_tensor(AX[n][idx], dtype=t.dtype, device=t.device)]) for n, t in SX.items()}
     return SF, SX, idx.size
+
+
+def _row_keys(F: np.ndarray) -> np.ndarray:
+    """One opaque value per row of F (its bytes), for row membership tests with np.isin."""
+    F = np.ascontiguousarray(F, dtype=np.float64)
+    return F.view(np.dtype((np.void, F.dtype.itemsize * F.shape[1]))).ravel()
 
 
 def _reray(
@@ -1098,13 +1103,12 @@ def _monotone(
 
     B = rb.W.shape[0]
     scales = {v.name: variable_scale(v, rb.X[v.name]) for v in rb.problem.variables}
-    step = {n: torch.full_like(v.detach(), t0 * scales[n]) for n, v in rb.X.items()}
+    step: dict[str, torch.Tensor] = {}  # each coordinate's step, set at the first evaluation
     sign = {n: torch.zeros_like(v.detach()) for n, v in rb.X.items()}
     best = torch.full((B,), math.inf, dtype=rb.W.dtype, device=rb.W.device)
     bestF = torch.full((B, rb.m), math.inf, dtype=rb.W.dtype, device=rb.W.device)
     bestX = {n: v.detach().clone() for n, v in rb.X.items()}
     feasible = torch.zeros(B, dtype=torch.bool, device=rb.W.device)
-    first = True
     for _ in range(iters):
         if ctx.should_stop():
             return None
@@ -1122,13 +1126,12 @@ def _monotone(
             best = torch.where(better, ach.detach(), best)
             bestF = torch.where(better[:, None], F.detach(), bestF)
             feasible = torch.where(better, rb.feasible, feasible)
-            if first:  # each coordinate's first step: t0 of its scale times its slope's share of the largest
+            if not step:  # each coordinate's first step: t0 of its scale times its slope's share of the largest
                 gs = {n: torch.nan_to_num(g[n], nan=0.0, posinf=1e30, neginf=-1e30).abs() * scales[n] for n in g}
                 top = torch.stack([v.reshape(B, -1).amax(1) for v in gs.values()]).amax(0).clamp(min=1e-30)
                 for n, v in gs.items():
                     share = v / top.reshape((B,) + (1,) * (v.dim() - 1))
                     step[n] = t0 * scales[n] * share.clamp(min=1e-3)
-                first = False
             trial = {}
             for n, v in rb.X.items():
                 row = better.reshape((B,) + (1,) * (v.dim() - 1))

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optlang.backends.multiobjective.end_test import EPSILONS, ROUNDING, EndCertificate, sampled_start
+from optlang.backends.multiobjective.end_test import (
+    EPSILONS,
+    ROUNDING,
+    EndCertificate,
+    sampled_start,
+    weighted_value_grad,
+)
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -62,7 +68,6 @@ def certify_neighbours(
     if start is None:
         return None
     fl, z, ev, F0, phi0, _, _, _, Z, inside = start
-    dim = z.size
     calls = Z.shape[0] + 1
     rnd = ROUNDING * (1.0 + np.abs(F0))
     if Z.shape[0]:
@@ -86,10 +91,7 @@ def certify_neighbours(
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
 
     def f_grad(k: int, x: np.ndarray) -> tuple[float, np.ndarray]:
-        zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        v = fns[k](fl.split(zt)).reshape(())
-        (g,) = torch.autograd.grad(v, zt, allow_unused=True)
-        return float(v.detach()), np.zeros(dim) if g is None else g.numpy().copy()
+        return weighted_value_grad(fns, fl, np.eye(m)[k], x)
 
     bounds = scipy_bounds(fl.lo, fl.hi)
     names = [n for n, _ in problem.objectives]

@@ -503,7 +503,7 @@ class ParetoM3Options:
     front_points: int = 0  # about this many Das-Dennis directions (stage 0); 0 = 40, 36, 70 for 2, 3, 4+ objectives
     front_explore: float = 0.5  # a resolved mesh spends at most this fraction of the budget left on offspring
     front_explore_gens: int = 30  # generations of 2 K offspring per exploration at most
-    front_probe: bool = True  # big budgets: 2 generations before the mesh; offspring that beat it start the above
+    front_probe: bool = True  # big budgets: 5 generations before the mesh; offspring that beat it start the above
     front_explore_local: float = 0.9  # ... and this fraction, uncapped in generations, once offspring beat the mesh
     front_reray_iters: int = 30  # steps of the rays run again when offspring beat the mesh (a local front)
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
@@ -774,11 +774,11 @@ class ParetoM3(Backend):
                 polished.update(r=c, u=u, how=how)
             return passed
 
-        def try_sampled(starts: list[dict[str, np.ndarray]], certify: Any, how: str) -> bool:
+        def try_sampled(starts: list[dict[str, np.ndarray]], certify: Any, how: str, best_first: bool = False) -> bool:
             """A sampled test (`certify`: the end test, end_test.py, or the neighbours test,
-            neighbours.py) at each start in turn (the neighbours test: best φ first); kept when it
-            passes and the merit test finds the point weakly Pareto."""
-            if how == "neighbours":
+            neighbours.py) at each start in turn (`best_first`: least φ first); kept when it passes and
+            the merit test finds the point weakly Pareto."""
+            if best_first:
                 starts = sorted(starts, key=lambda v: float(preference.value(v)))
             for start in starts:
                 if ctx.should_stop():
@@ -815,7 +815,7 @@ class ParetoM3(Backend):
             return try_sampled(starts, certify_end, "end")
 
         def try_neighbours(starts: list[dict[str, np.ndarray]]) -> bool:
-            return try_sampled(starts, certify_neighbours, "neighbours")
+            return try_sampled(starts, certify_neighbours, "neighbours", best_first=True)
 
         def scan_from(values: dict[str, np.ndarray]) -> tuple[str, int]:
             """The whole-box scan (scalar1d, "Scan"): a non-dominated sample of lower φ than `values` by
