@@ -4,12 +4,13 @@ and NSGA-III (pymoo, when installed) at the same evaluations (4 000, or `--set f
 
 They probe what the main table does not: a multimodal g (ZDT4; DTLZ3, DTLZ1's g on DTLZ2's sphere), a
 non-uniform, multimodal f1 (ZDT6), a concave front reached through flattening exponentials
-(Fonseca–Fleming), a degenerate curve in three objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep
-at its minimum), a biased density (DTLZ4, x^100), one scalar variable (Schaffer N1), a convex pair of
-quadratics, and general constraints (a front on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a
-constraint's boundary; the classic constrained fronts BNH, SRN, TNK (a wavy boundary in four pieces)
-and OSY (six constraints, five pieces)).
-HV reference: the analytic front's nadir + 10 % of its range (1.1 for DTLZ4).
+(Fonseca–Fleming), Pareto sets on the kinks of |x − ½| (ZDT1 and DTLZ2 with Σ|x_i − ½| distances) and
+Kursawe's cusps |x|^0.8 (a disconnected front; reference: a 201³ grid), a degenerate curve in three
+objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep at its minimum), a biased density (DTLZ4,
+x^100), one scalar variable (Schaffer N1), a convex pair of quadratics, and general constraints (a front
+on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary; the classic constrained
+fronts BNH, SRN, TNK (a wavy boundary in four pieces) and OSY (six constraints, five pieces)).
+HV reference: the analytic front's nadir + 10 % of its range (1.1 for DTLZ4 and DTLZ2-abs).
 Usage: .venv/bin/python benchmarks/mo_heldout.py [--seeds 0,1] [--no-pymoo] [--set KEY=VALUE ...]
 """
 
@@ -122,6 +123,22 @@ def _osy() -> np.ndarray:
     return nondominated(np.concatenate([_osy_f(X) for X in pieces]))
 
 
+def _kursawe_f(X: np.ndarray) -> np.ndarray:
+    f1 = sum(-10 * np.exp(-0.2 * np.sqrt(X[:, i] ** 2 + X[:, i + 1] ** 2)) for i in range(2))
+    return np.stack([f1, (np.abs(X) ** 0.8 + 5 * np.sin(X**3)).sum(1)], 1)
+
+
+def _kursawe() -> np.ndarray:
+    """Kursawe's front has no closed form: the non-dominated points of a 201³ grid of the box [−5, 5]³
+    (it holds x = 0, the isolated end (−20, 0), exactly; a solver can beat the grid elsewhere: ratio > 1)."""
+    ax = np.linspace(-5.0, 5.0, 201)
+    out = []
+    for a in ax:
+        B, C = np.meshgrid(ax, ax, indexing="ij")
+        out.append(nondominated(_kursawe_f(np.stack([np.full(B.size, a), B.ravel(), C.ravel()], 1))))
+    return nondominated(np.concatenate(out))
+
+
 # name -> (model text, analytic front, its exact HV where it has a closed form, else None: the dense front's)
 PROBLEMS: dict[str, tuple[str, np.ndarray, float | None]] = {
     "zdt4": (
@@ -170,6 +187,24 @@ PROBLEMS: dict[str, tuple[str, np.ndarray, float | None]] = {
             "sumsq(x[2:] - 0.5)", "sum(x[2:]^0.1)"
         ),
         np.stack([np.cos(_th) / math.sqrt(2), np.cos(_th) / math.sqrt(2), np.sin(_th)], 1),
+        None,
+    ),
+    # kinks: Pareto sets on the kinks of |·| (front mode's `front_kink_snap`), and Kursawe's cusps |x|^0.8
+    "zdt1-abs": (
+        "var x[10] in [0, 1]\nlet g = 1 + 9 * mean(abs(x[1:] - 0.5))\n"
+        "minimize {\n  f1: x[0]\n  f2: g * (1 - sqrt(x[0] / g))\n}\n",
+        _dense2(_t, 1 - np.sqrt(_t)),
+        None,
+    ),
+    "dtlz2-abs": (
+        _dtlz(1, "let a = x[0]\nlet b = x[1]").replace("sumsq(x[2:] - 0.5)", "sum(abs(x[2:] - 0.5))"),
+        _sphere(),
+        1.1**3 - math.pi / 6,
+    ),
+    "kursawe": (
+        "var x[3] in [-5, 5]\nminimize {\n  f1: sum(-10 * exp(-0.2 * sqrt(x[:2]^2 + x[1:]^2)))\n"
+        "  f2: sum(abs(x)^0.8 + 5 * sin(x^3))\n}\n",
+        _kursawe(),
         None,
     ),
     # general constraints (front mode's exact penalty and feasibility steps)
@@ -301,6 +336,15 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
 
         lo = np.r_[0.0, np.full(9, -5.0)]
         return 10, 2, lo, np.r_[1.0, np.full(9, 5.0)], f
+    if name == "kursawe":
+        return 3, 2, np.full(3, -5.0), np.full(3, 5.0), _kursawe_f
+    if name == "zdt1-abs":
+
+        def fa(X: np.ndarray) -> np.ndarray:
+            g = 1 + 9 * np.abs(X[:, 1:] - 0.5).mean(1)
+            return np.stack([X[:, 0], g * (1 - np.sqrt(X[:, 0] / g))], 1)
+
+        return 10, 2, np.zeros(10), np.ones(10), fa
     if name == "zdt6":
 
         def f6(X: np.ndarray) -> np.ndarray:
@@ -313,6 +357,8 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
 
     def fd(X: np.ndarray) -> np.ndarray:
         g = (X[:, 2:] ** 0.1).sum(1) if name == "dtlz6" else ((X[:, 2:] - 0.5) ** 2).sum(1)
+        if name == "dtlz2-abs":
+            g = np.abs(X[:, 2:] - 0.5).sum(1)
         if name == "dtlz3":
             g = 100 * (10 + ((X[:, 2:] - 0.5) ** 2 - np.cos(20 * np.pi * (X[:, 2:] - 0.5))).sum(1))
         a = X[:, 0] ** alpha
@@ -382,7 +428,7 @@ def main() -> None:
     for name in names:
         text, R, hv_exact = PROBLEMS[name]
         lo_, hi_ = R.min(0), R.max(0)
-        ref = np.full(3, 1.1) if name == "dtlz4" else hi_ + 0.1 * (hi_ - lo_)
+        ref = np.full(3, 1.1) if name in ("dtlz4", "dtlz2-abs") else hi_ + 0.1 * (hi_ - lo_)
         exact = hv_exact if hv_exact is not None else hypervolume(R, ref)
         for seed in seeds:
             t = time.perf_counter()

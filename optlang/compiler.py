@@ -21,6 +21,7 @@ from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
 from optlang.ir.atoms import ATOMS, ising_atoms
 from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
+from optlang.ir.kinks import coordinate_kinks
 from optlang.ir.model import ModelIR, Objective
 from optlang.ir.nodes import Const, Node, Op, Var
 from optlang.ir.quadratic import QuadraticLowering
@@ -465,7 +466,12 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
     if kind == "multiobjective":
         objs = tuple((name, torch_function(e)) for name, e in obj.entries)
         pref = torch_function(obj.prefer) if obj.prefer is not None else None
-        return Compiled(MultiObjectiveProblem(variables, objs, pref, _general_constraints(ir)), _identity)
+        general = [c.expr for c in ir.constraints if c.sense in ("<=", "==")]
+        kinks = coordinate_kinks([e for _, e in obj.entries] + general, [v.name for v in variables])
+        problem = MultiObjectiveProblem(
+            variables, objs, pref, _general_constraints(ir), tuple((k.name, k.index, k.value) for k in kinks)
+        )
+        return Compiled(problem, _identity)
     if kind == "dro":
         assert obj.expr is not None and obj.ambiguity is not None
         n = int(obj.expr.type.shape[0])

@@ -299,6 +299,9 @@ class MultiObjectiveProblem:
     objectives: tuple[tuple[str, TorchFunction], ...]
     preference: TorchFunction | None = None
     constraints: tuple[Constraint, ...] = ()  # general constraints (front mode honours them)
+    # (variable, flat element, value) where an objective or constraint has a kink along that element
+    # (ir/kinks.py): front mode tries its points there, since gradient steps only circle a kink
+    kinks: tuple[tuple[str, int, float], ...] = ()
 
 
 @dataclass(frozen=True)

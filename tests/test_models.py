@@ -148,3 +148,25 @@ def test_zdt4_front_reaches_the_global_front() -> None:
     ref = np.array([1.1, 1.1])
     exact = hypervolume(np.stack([t, 1 - np.sqrt(t)], 1), ref)
     assert hypervolume(F[np.all(F < ref, axis=1)], ref) / exact > 0.98
+
+
+def test_kursawe_front_lands_on_its_cusps() -> None:
+    """models/kursawe_front.opt: the isolated end of the front is (−20, 0) at x = 0, a cusp of every
+    |x_i|^0.8; front mode tries the kinks, so it is returned exactly. Every returned point re-derived
+    from its x; the hypervolume beats that of a 101³ grid's non-dominated points (measured 1.027)."""
+    from optlang.backends.multiobjective.metrics import hypervolume, nondominated
+
+    def kursawe(X: np.ndarray) -> np.ndarray:
+        f1 = sum(-10 * np.exp(-0.2 * np.sqrt(X[:, i] ** 2 + X[:, i + 1] ** 2)) for i in range(2))
+        return np.stack([f1, (np.abs(X) ** 0.8 + 5 * np.sin(X**3)).sum(1)], 1)
+
+    r = _load("kursawe_front.opt").solve(seed=0)
+    F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in r.info["front"]])
+    X = np.array([p["values"]["x"] for p in r.info["front"]])
+    np.testing.assert_allclose(kursawe(X), F, atol=1e-4)
+    end = np.argmin(F[:, 0])
+    assert F[end, 0] == pytest.approx(-20.0, abs=1e-9) and F[end, 1] == pytest.approx(0.0, abs=1e-9)
+    ax = np.linspace(-5.0, 5.0, 101)
+    R = nondominated(kursawe(np.stack(np.meshgrid(ax, ax, ax, indexing="ij"), -1).reshape(-1, 3)))
+    ref = R.max(0) + 0.1 * (R.max(0) - R.min(0))
+    assert hypervolume(F[np.all(F < ref, axis=1)], ref) / hypervolume(R, ref) > 1.0

@@ -37,7 +37,10 @@ population (`explore.Explorer`) lives across the explorations. When its offsprin
 mesh by the resolution, the mesh was a local front (a multimodal g): explorations may then spend
 `front_explore_local` of the budget left, and the front's ends (`_extremes`) and rays (`_reray`) are
 solved again on the better front; with a large budget and no general constraints a short exploration
-probes the rays' front before it is meshed (`front_probe`).
+probes the rays' front before it is meshed (`front_probe`). Where the model has coordinate kinks
+(|x_i − c| and the like, `ir/kinks.py`), the ends of the rays, correctors and finishing steps try the
+kinks their elements circle or creep toward and keep them where the achievement is no worse
+(`_Batch.snap`, `kink_snap.py`): gradient steps only circle a kink.
 
 Every evaluated point enters the non-dominated archive; the archive is the returned front.
 """
@@ -53,6 +56,7 @@ import numpy as np
 
 from optlang.backends.base import RunContext
 from optlang.backends.multiobjective.explore import Explorer
+from optlang.backends.multiobjective.kink_snap import KinkWatch
 from optlang.backends.multiobjective.metrics import (
     directions,
     nondominated_append,
@@ -102,6 +106,11 @@ class FrontRun:
     solution_F: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the rays' and refinements' end points
     explored: int = 0  # solutions added from the explorations' offspring (front_explore)
     local_front: bool = False  # an exploration's offspring dominated solutions of the mesh (`Explorer.beaten`)
+
+
+def _watches(problem: MultiObjectiveProblem, o: Any) -> bool:
+    """Whether the batches watch coordinate kinks (and their ends take one more evaluation to try them)."""
+    return bool(problem.kinks) and o.front_kink_snap > 0
 
 
 def achievement(q: torch.Tensor, W: torch.Tensor, o: Any) -> torch.Tensor:
@@ -156,6 +165,8 @@ class _Batch:
         self.pen = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
         self.feasible = torch.ones(B, dtype=torch.bool, device=ctx.device)
         self.active: torch.Tensor | None = None  # (B, c): constraints held as equalities by `_restore`
+        # which elements keep crossing one of their kinks (`descend` updates it): candidates for `snap`
+        self.kinks = KinkWatch(problem, self.X) if _watches(problem, o) else None
 
     def evaluate(self, z: torch.Tensor, s: torch.Tensor, archive: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
         """F and the achievement at the current points (graph kept; B counted evaluations, archived);
@@ -187,6 +198,8 @@ class _Batch:
         g, _ = safe_grads(ach.sum(), self.X)
         self.opt.step(self.X, {n: nan_to_zero(t) for n, t in g.items()}, factor)
         batched_project_(self.problem.variables, self.X)
+        if self.kinks is not None:
+            self.kinks.update(self.X)
 
     def exchange(
         self, z: torch.Tensor, s: torch.Tensor, ach: torch.Tensor, archive: Any, tol: torch.Tensor, axes: bool
@@ -241,6 +254,45 @@ class _Batch:
         self.descend(res[1], factor)
         return res[0].detach(), res[1].detach()
 
+    def snap(self, z: torch.Tensor, s: torch.Tensor, archive: Any, out: torch.Tensor, room: int) -> torch.Tensor:
+        """Try the rows on the coordinate kinks near them (`kink_snap.snapped`, at most `room` rows, one
+        evaluation each, archived); a row moves there when the snapped point is feasible and its
+        achievement (with the exact penalty) is no worse. `out`: the rows' evaluation at their current
+        points, returned with the moved rows' evaluations in place."""
+        from optlang.backends.multiobjective.common import archive_feasible
+
+        if self.kinks is None or room <= 0:
+            return out
+        Xs, moved = self.kinks.snapped(self.X, self.o.front_kink_snap)
+        rows = torch.nonzero(moved).flatten()[:room]
+        if rows.numel() == 0:
+            return out
+        Xr = {n: t[rows] for n, t in Xs.items()}
+        with torch.no_grad():
+            out_r = self.ev(Xr)
+        ok = archive_feasible(archive, self.ev, out_r, Xr, self.o.constraint_tol)
+        ok &= torch.isfinite(out_r[:, : self.m]).all(1)
+
+        def merit(o_: torch.Tensor) -> torch.Tensor:
+            a = achievement((o_[:, : self.m] - z) / s, self.W[rows], self.o)
+            if self.ev.constrained:
+                a = a + self.rho[rows] * self.ev.finite_violations(o_).sum(1)
+            return a
+
+        with torch.no_grad():
+            take = ok & (merit(out_r) <= merit(out[rows].detach()))
+        if not bool(take.any()):
+            return out
+        r = rows[take]
+        with torch.no_grad():
+            for n, t in self.X.items():
+                t[r] = Xr[n][take].to(t.dtype)
+            out = out.detach().clone()
+            out[r] = out_r[take].to(out.dtype)
+        self.feasible = self.feasible.clone()
+        self.feasible[r] = True
+        return out
+
     def subset(self, idx: np.ndarray) -> _Batch:
         """The rows `idx` as a batch of their own, their Adam state included."""
         sub = _Batch.__new__(_Batch)
@@ -253,6 +305,7 @@ class _Batch:
         sub.opt = copy.copy(self.opt)
         sub.opt.m = {k: v[ti].clone() for k, v in self.opt.m.items()}
         sub.opt.v = {k: v[ti].clone() for k, v in self.opt.v.items()}
+        sub.kinks = self.kinks.subset(ti) if self.kinks is not None else None
         return sub
 
 
@@ -691,6 +744,9 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
             with torch.no_grad():
                 out = ev(batch.X)
             feasible = _archive(batch, archive, out, batch.X)
+    if z is not None and s is not None and stopped != "time":  # the rays' ends onto their kinks
+        out = batch.snap(z, s, archive, out, budget - ev.count)
+        feasible = batch.feasible
     Fend = out[:, :m]
     z, s = _normalization(archive, Fend, None, ctx, feasible)
     SF = Fend.detach().cpu().numpy().astype(np.float64)  # the solutions: objective vectors and points
@@ -1171,7 +1227,8 @@ def _finish(
     quarter unspent. Returns (the solutions' objectives and points, updated; False on the time limit or
     non-finite objectives)."""
     nd = np.flatnonzero(nd_mask)
-    extra = 1 + (_RESTORE_STEPS if ev.constrained else 0)  # the final evaluation, and the feasibility steps
+    # the final evaluation, the feasibility steps, and the kinks' trial (`_Batch.snap`)
+    extra = 1 + (_RESTORE_STEPS if ev.constrained else 0) + (1 if _watches(problem, o) else 0)
     iters = min(o.front_finish_iters, int(share * (budget - ev.count) // max(1, nd.size)) - extra)
     if iters < 1 or nd.size == 0:
         return SF, SX, True
@@ -1180,7 +1237,7 @@ def _finish(
     W = W / np.maximum(W.sum(1, keepdims=True), 1e-12)
     ti = torch.as_tensor(nd, device=ctx.device)
     rb = _Batch(problem, ev, {n: t[ti] for n, t in SX.items()}, W, o, ctx, o.front_lr * o.refine_lr, rho0)
-    Fc = _descend(rb, iters, z, s, archive, ctx)
+    Fc = _descend(rb, iters, z, s, archive, ctx, budget=budget)
     if Fc is None:
         return SF, SX, False
     SF = SF.copy()
@@ -1192,11 +1249,18 @@ def _finish(
 
 
 def _descend(
-    rb: _Batch, iters: int, z: torch.Tensor, s: torch.Tensor, archive: Any, ctx: RunContext, first: int = 0
+    rb: _Batch,
+    iters: int,
+    z: torch.Tensor,
+    s: torch.Tensor,
+    archive: Any,
+    ctx: RunContext,
+    first: int = 0,
+    budget: int = 0,
 ) -> np.ndarray | None:
     """Steps `first` … `iters` − 1 of the batch along its rays (cosine-decayed rate) and a final
-    evaluation (every point archived); the end points' objectives, or None on the time limit or
-    non-finite objectives."""
+    evaluation (every point archived), then the end points onto their kinks (`_Batch.snap`) while
+    `budget` allows; the end points' objectives, or None on the time limit or non-finite objectives."""
     from optlang.backends.multiobjective.common import cosine
 
     held = rb.active  # the constraints the predictor broke: the front between its ends follows them
@@ -1213,6 +1277,8 @@ def _descend(
     if not bool(torch.isfinite(Fc).all()):
         return None
     _archive(rb, archive, out, rb.X)  # rb.feasible: which end points satisfy the general constraints
+    if budget > 0:
+        Fc = rb.snap(z, s, archive, out, budget - rb.ev.count)[:, : rb.m].detach()
     return Fc.cpu().numpy().astype(np.float64)
 
 
@@ -1296,12 +1362,12 @@ def _continue(
 
     def correct(rows: np.ndarray) -> bool:
         """`iters` − 1 more steps and a final evaluation for `rows` (as many as the budget allows)."""
-        per = iters + (_RESTORE_STEPS if rb.ev.constrained else 0)
+        per = iters + (_RESTORE_STEPS if rb.ev.constrained else 0) + (1 if rb.kinks is not None else 0)
         rows = rows[: max(0, (budget - rb.ev.count) // per)]
         if rows.size == 0:
             return True
         sub = rb.subset(rows)
-        Fc = _descend(sub, iters, z, s, archive, ctx, first=1)  # step 0 was taken above, for every row
+        Fc = _descend(sub, iters, z, s, archive, ctx, first=1, budget=budget)  # step 0 was taken above
         if Fc is None:
             return False
         F[rows] = Fc

@@ -506,6 +506,7 @@ class ParetoM3Options:
     front_probe: bool = True  # big budgets: 5 generations before the mesh; offspring that beat it start the above
     front_explore_local: float = 0.9  # ... and this fraction, uncapped in generations, once offspring beat the mesh
     front_reray_iters: int = 30  # steps of the rays run again when offspring beat the mesh (a local front)
+    front_kink_snap: float = 0.01  # ray and corrector ends try the kinks within this fraction of a step unit
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
     front_finish_iters: int = 20  # at most this many finishing steps per solution
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
@@ -558,6 +559,7 @@ RANGES = {
     "front_reray_iters": ">=1",
     "front_explore": "[0,1]",
     "front_explore_local": "[0,1]",
+    "front_kink_snap": "[0,1]",
     "front_extreme_iters": ">=1",
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",

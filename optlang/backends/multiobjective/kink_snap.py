@@ -1,0 +1,125 @@
+"""Points moved onto the coordinate kinks of their objectives (`MultiObjectiveProblem.kinks`).
+
+Near a kink (|x − ½| in a distance function, |x|^0.8 in Kursawe's f2) the gradient flips sign, so
+Adam's iterates circle it at about the distance of their steps (1e-2 – 1e-1 of the box with momentum)
+instead of landing on it, and the front's points stay off the front by that much. The kink itself is
+a candidate point: `KinkWatch` tells which elements of a batch circle one of their kinks, the caller
+evaluates the snapped copy and keeps it only where its own merit says it is no worse, since a kink is
+not always a minimum along its coordinate (|x| beside a steeper linear term).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from optlang.backends.multiobjective.common import variable_scale
+from optlang.lazy import lazy_module
+from optlang.problem import MultiObjectiveProblem
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy_module("torch")
+
+_DECAY = 0.8  # the crossing count forgets this much per step
+_CIRCLING = 1.2  # ... and at least this count (two crossings within the last few steps) is circling
+_CIRCLE_REACH = 0.1  # a circling element snaps from this far (a fraction of its step unit)
+_CREEP_STEPS = 3  # an element that came closer to its kink on this many steps in a row creeps toward it
+_CREEP_REACH = 0.3  # ... and snaps from this far (the end rays' distance variables of |x − ½|, whose
+# gradient is only the augmentation's: Adam moves them ~1e-3 per step, 0.1 away when stage 0 stops)
+
+
+class KinkWatch:
+    """Which elements of a batch (B, ...) circle or creep toward one of their kinks, and the snapped
+    copies.
+
+    Every kink (variable, flat element, value) is a column: `side` is the sign of x − value at the last
+    step, `crossings` an exponentially forgotten count of its changes, `streak` the steps in a row that
+    brought the element closer without crossing. One circling the kink crosses again and again; one
+    creeping toward it comes closer step after step. An element that crossed once on its way past (a
+    ray passing a cusp of |x|^0.8 toward a lower basin) is neither, and is taken from near only (a cusp
+    is a local minimum along its coordinate: a point snapped there stays)."""
+
+    def __init__(self, problem: MultiObjectiveProblem, X: dict[str, torch.Tensor]) -> None:
+        by_var = {v.name: v for v in problem.variables}
+        self.cols: dict[str, tuple[torch.Tensor, torch.Tensor, float]] = {}  # name -> (elements, values, unit)
+        for name in sorted({k[0] for k in problem.kinks}):
+            v = by_var.get(name)
+            if v is None or name not in X:
+                continue
+            x = X[name].detach()
+            size = x[0].numel()
+            lo, hi = (v.domain.lo, v.domain.hi) if v.domain.kind == "box" else (-float("inf"), float("inf"))
+            if v.domain.kind in ("ball", "simplex"):  # a snapped instance would leave its ball or simplex
+                continue
+            ks = [(i, val) for n, i, val in problem.kinks if n == name and i < size and lo <= val <= hi]
+            if ks:
+                idx = torch.as_tensor([i for i, _ in ks], dtype=torch.long, device=x.device)
+                val = torch.as_tensor([val for _, val in ks], dtype=x.dtype, device=x.device)
+                self.cols[name] = (idx, val, variable_scale(v, x))
+        self.side = {n: self._side(X[n], c[0], c[1]) for n, c in self.cols.items()}
+        self.crossings = {n: torch.zeros_like(s, dtype=X[n].dtype) for n, s in self.side.items()}
+        self.last = {n: self._gap(X[n], c[0], c[1]) for n, c in self.cols.items()}  # |x − value| last step
+        self.streak = {n: torch.zeros_like(s, dtype=torch.long) for n, s in self.side.items()}
+
+    @staticmethod
+    def _side(x: torch.Tensor, idx: torch.Tensor, val: torch.Tensor) -> torch.Tensor:
+        return torch.sign(x.detach().reshape(x.shape[0], -1)[:, idx] - val)
+
+    @staticmethod
+    def _gap(x: torch.Tensor, idx: torch.Tensor, val: torch.Tensor) -> torch.Tensor:
+        return (x.detach().reshape(x.shape[0], -1)[:, idx] - val).abs()
+
+    def update(self, X: dict[str, torch.Tensor]) -> None:
+        """Record the batch's new points (after a step)."""
+        for n, (idx, val, _) in self.cols.items():
+            side = self._side(X[n], idx, val)
+            crossed = side * self.side[n] < 0
+            self.crossings[n] = _DECAY * self.crossings[n] + crossed.to(self.crossings[n].dtype)
+            self.side[n] = side
+            gap = self._gap(X[n], idx, val)
+            closer = (gap < self.last[n]) & ~crossed
+            self.streak[n] = torch.where(closer, self.streak[n] + 1, torch.zeros_like(self.streak[n]))
+            self.last[n] = gap
+
+    def subset(self, ti: torch.Tensor) -> KinkWatch:
+        """The rows `ti` as a watch of their own."""
+        sub = KinkWatch.__new__(KinkWatch)
+        sub.cols = self.cols
+        sub.side = {n: t[ti] for n, t in self.side.items()}
+        sub.crossings = {n: t[ti] for n, t in self.crossings.items()}
+        sub.last = {n: t[ti] for n, t in self.last.items()}
+        sub.streak = {n: t[ti] for n, t in self.streak.items()}
+        return sub
+
+    def snapped(self, X: dict[str, torch.Tensor], tol: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Copies of X with every element near one of its kinks moved onto the nearest, and the (B,)
+        mask of the rows that moved. Near: within `tol` of the variable's step unit (box width, radius,
+        or max(1, |x|∞)), within `_CIRCLE_REACH` of it for an element circling that kink, within
+        `_CREEP_REACH` for one creeping toward it. Kinks outside the variable's box were dropped at
+        construction: the copies stay in their box."""
+        some = next(iter(X.values()))
+        moved = torch.zeros(some.shape[0], dtype=torch.bool, device=some.device)
+        out = {n: t.detach().clone() for n, t in X.items()}
+        for n, (idx, val, unit) in self.cols.items():
+            flat = out[n].reshape(out[n].shape[0], -1)  # a view of the clone
+            d = (flat[:, idx] - val).abs()  # (B, columns)
+            reach = torch.full_like(d, tol * unit)
+            reach = torch.where(self.crossings[n] >= _CIRCLING, max(tol, _CIRCLE_REACH) * unit, reach)
+            reach = torch.where(self.streak[n] >= _CREEP_STEPS, max(tol, _CREEP_REACH) * unit, reach)
+            near = (d <= reach) & (d > 0)
+            if not bool(near.any()):
+                continue
+            d = torch.where(near, d, torch.full_like(d, float("inf")))
+            # one kink per element: the nearest of those in reach (columns sharing an element compete)
+            target = flat.clone()
+            best = torch.full_like(flat, float("inf"))
+            for c in range(idx.numel()):
+                e = int(idx[c])
+                take = d[:, c] < best[:, e]
+                best[:, e] = torch.where(take, d[:, c], best[:, e])
+                target[:, e] = torch.where(take, val[c].expand_as(d[:, c]), target[:, e])
+            rows = near.any(1)
+            flat[rows] = target[rows]
+            moved |= rows
+        return out, moved
