@@ -145,3 +145,12 @@ def test_random_affine_terms_give_their_exact_zeros() -> None:
         assert len(kinks) == 1, text
         name, index, value = kinks[0]
         assert (name, index) == ("x", i) and value == pytest.approx(-b / a, abs=1e-12), text
+
+
+def test_matrix_elements_are_flat_in_c_order_and_free_variables_count() -> None:
+    text = (
+        "var X[2, 3] in [-1, 1]\nvar z\nminimize {\n"
+        "  f1: sum(abs(X[1, :] - 0.2)) + abs(X[0, 2]) + abs(z - 3)\n  f2: sum(X^2) + (z - 1)^2\n}\n"
+    )
+    found = [(n, i, round(v, 12) + 0.0) for n, i, v in _kinks(text)]
+    assert found == [("X", 2, 0.0), ("X", 3, 0.2), ("X", 4, 0.2), ("X", 5, 0.2), ("z", 0, 3.0)]

@@ -102,7 +102,7 @@ def _combine(atom: str, f: _Affine, c: np.ndarray, shape: tuple[int, ...], const
 def _zeros(f: _Affine) -> Iterable[Kink]:
     a, b, idx = f.a.ravel(), f.b.ravel(), f.idx.ravel()
     for k in np.flatnonzero(a != 0):
-        yield Kink(f.name, int(idx[k]), float(-b[k] / a[k]))
+        yield Kink(f.name, int(idx[k]), float(-b[k] / a[k]) + 0.0)  # + 0.0: no −0.0
 
 
 def coordinate_kinks(exprs: Iterable[Node], variables: Iterable[str]) -> tuple[Kink, ...]:
