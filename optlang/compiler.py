@@ -22,7 +22,7 @@ from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
 from optlang.ir.atoms import ATOMS, ising_atoms
 from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
 from optlang.ir.kinks import coordinate_kinks
-from optlang.ir.model import ModelIR, Objective
+from optlang.ir.model import ConstraintDecl, ModelIR, Objective
 from optlang.ir.nodes import Const, Node, Op, Var
 from optlang.ir.quadratic import QuadraticLowering
 from optlang.ir.terms import summands, weighted_sum
@@ -382,12 +382,16 @@ def real_variables(ir: ModelIR, names: list[str] | tuple[str, ...] | None = None
     return tuple(out)
 
 
+def _general(ir: ModelIR) -> list[ConstraintDecl]:
+    """The `<=` / `==` constraints of the IR (not `argmin`)."""
+    return [c for c in ir.constraints if c.sense in ("<=", "==")]
+
+
 def _general_constraints(ir: ModelIR) -> tuple[Constraint, ...]:
     """The `<=` / `==` constraints (not `argmin`) as torch functions of the variables."""
     return tuple(
         Constraint(torch_function(c.expr), c.sense, c.text)  # type: ignore[arg-type]  # sense: <= or == here
-        for c in ir.constraints
-        if c.sense in ("<=", "==")
+        for c in _general(ir)
     )
 
 
@@ -466,8 +470,8 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
     if kind == "multiobjective":
         objs = tuple((name, torch_function(e)) for name, e in obj.entries)
         pref = torch_function(obj.prefer) if obj.prefer is not None else None
-        general = [c.expr for c in ir.constraints if c.sense in ("<=", "==")]
-        kinks = coordinate_kinks([e for _, e in obj.entries] + general, [v.name for v in variables])
+        exprs = [e for _, e in obj.entries] + [c.expr for c in _general(ir)]
+        kinks = coordinate_kinks(exprs, [v.name for v in variables])
         problem = MultiObjectiveProblem(
             variables, objs, pref, _general_constraints(ir), tuple((k.name, k.index, k.value) for k in kinks)
         )

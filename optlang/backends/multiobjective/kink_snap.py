@@ -33,8 +33,8 @@ class KinkWatch:
     """Which elements of a batch (B, ...) circle or creep toward one of their kinks, and the snapped
     copies.
 
-    Every kink (variable, flat element, value) is a column: `side` is the sign of x − value at the last
-    step, `crossings` an exponentially forgotten count of its changes, `streak` the steps in a row that
+    Every kink (variable, flat element, value) is a column: `diff` is x − value at the last step,
+    `crossings` an exponentially forgotten count of its sign changes, `streak` the steps in a row that
     brought the element closer without crossing. One circling the kink crosses again and again; one
     creeping toward it comes closer step after step. An element that crossed once on its way past (a
     ray passing a cusp of |x|^0.8 toward a lower basin) is neither, and is taken from near only (a cusp
@@ -57,38 +57,30 @@ class KinkWatch:
                 idx = torch.as_tensor([i for i, _ in ks], dtype=torch.long, device=x.device)
                 val = torch.as_tensor([val for _, val in ks], dtype=x.dtype, device=x.device)
                 self.cols[name] = (idx, val, variable_scale(v, x))
-        self.side = {n: self._side(X[n], c[0], c[1]) for n, c in self.cols.items()}
-        self.crossings = {n: torch.zeros_like(s, dtype=X[n].dtype) for n, s in self.side.items()}
-        self.last = {n: self._gap(X[n], c[0], c[1]) for n, c in self.cols.items()}  # |x − value| last step
-        self.streak = {n: torch.zeros_like(s, dtype=torch.long) for n, s in self.side.items()}
+        self.diff = {n: self._diff(X[n], c[0], c[1]) for n, c in self.cols.items()}  # x − value, last step
+        self.crossings = {n: torch.zeros_like(d) for n, d in self.diff.items()}
+        self.streak = {n: torch.zeros_like(d, dtype=torch.long) for n, d in self.diff.items()}
 
     @staticmethod
-    def _side(x: torch.Tensor, idx: torch.Tensor, val: torch.Tensor) -> torch.Tensor:
-        return torch.sign(x.detach().reshape(x.shape[0], -1)[:, idx] - val)
-
-    @staticmethod
-    def _gap(x: torch.Tensor, idx: torch.Tensor, val: torch.Tensor) -> torch.Tensor:
-        return (x.detach().reshape(x.shape[0], -1)[:, idx] - val).abs()
+    def _diff(x: torch.Tensor, idx: torch.Tensor, val: torch.Tensor) -> torch.Tensor:
+        return x.detach().reshape(x.shape[0], -1)[:, idx] - val
 
     def update(self, X: dict[str, torch.Tensor]) -> None:
         """Record the batch's new points (after a step)."""
         for n, (idx, val, _) in self.cols.items():
-            side = self._side(X[n], idx, val)
-            crossed = side * self.side[n] < 0
-            self.crossings[n] = _DECAY * self.crossings[n] + crossed.to(self.crossings[n].dtype)
-            self.side[n] = side
-            gap = self._gap(X[n], idx, val)
-            closer = (gap < self.last[n]) & ~crossed
+            diff, prev = self._diff(X[n], idx, val), self.diff[n]
+            crossed = diff * prev < 0
+            self.crossings[n] = _DECAY * self.crossings[n] + crossed.to(diff.dtype)
+            closer = (diff.abs() < prev.abs()) & ~crossed
             self.streak[n] = torch.where(closer, self.streak[n] + 1, torch.zeros_like(self.streak[n]))
-            self.last[n] = gap
+            self.diff[n] = diff
 
     def subset(self, ti: torch.Tensor) -> KinkWatch:
         """The rows `ti` as a watch of their own."""
         sub = KinkWatch.__new__(KinkWatch)
         sub.cols = self.cols
-        sub.side = {n: t[ti] for n, t in self.side.items()}
+        sub.diff = {n: t[ti] for n, t in self.diff.items()}
         sub.crossings = {n: t[ti] for n, t in self.crossings.items()}
-        sub.last = {n: t[ti] for n, t in self.last.items()}
         sub.streak = {n: t[ti] for n, t in self.streak.items()}
         return sub
 
