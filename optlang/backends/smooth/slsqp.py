@@ -22,6 +22,7 @@ Dense: SLSQP's quadratic subproblem is O(n³) in the number of scalars, so large
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -147,7 +148,7 @@ class SLSQP(Backend):
                 total_iters,
             )
         kkt = nlp.kkt_residual(z, options.feas_tol)
-        if code == 0 or (code not in (-1, -2, -3) and kkt <= options.kkt_tol):
+        if math.isfinite(kkt) and (code == 0 or (code not in (-1, -2, -3) and kkt <= options.kkt_tol)):
             # SLSQP's own test passed, or it gave up (a line search that cannot improve on its quadratic
             # model, typical once the iterate is as exact as float64 allows) at a KKT point of our test
             status = Status.CONVERGED
@@ -335,23 +336,30 @@ class _NLP:
         return out
 
     def kkt_residual(self, z: np.ndarray, active_tol: float) -> float:
-        """‖∇f − Σ λ ∇c‖ / (1 + ‖∇f‖) at z, least over multipliers λ ≥ 0 of the active inequalities and
-        bounds (scipy's sign: c ≥ 0 is kept, so ∇f = Σ λ ∇c) and free ones of the equalities, by NNLS in
-        float64; an inequality is active when c / (1 + |c at the start|) ≤ active_tol, a bound when z lies
-        within active_tol (1 + |bound|) of it."""
+        """‖∇f − Σ λ ∇c‖ / (1 + ‖∇f off the active bounds‖) at z, least over multipliers λ ≥ 0 of the active
+        inequalities and bounds (scipy's sign: c ≥ 0 is kept, so ∇f = Σ λ ∇c) and free ones of the
+        equalities, by NNLS in float64; an inequality is active when c / (1 + |c at the start|) ≤ active_tol,
+        a bound when z lies within active_tol (1 + |bound|) of it; infinite where a gradient is not finite."""
         from scipy.optimize import nnls
 
         _, gf, gi, Ji, _, Je = self._eval(z, strict=False)
+        if not (np.all(np.isfinite(gf)) and np.all(np.isfinite(Ji)) and np.all(np.isfinite(Je))):
+            return math.inf  # a gradient that is not finite there (√ at 0): no stationarity can be measured
         cols = [Ji[gi / self.scale_ineq <= active_tol].T, Je.T, -Je.T]
         lo, hi, n = self.flat.lo, self.flat.hi, z.size
         at_lo = np.flatnonzero(np.isfinite(lo) & (z - lo <= active_tol * (1 + np.abs(lo))))
         at_hi = np.flatnonzero(np.isfinite(hi) & (hi - z <= active_tol * (1 + np.abs(hi))))
         cols += [np.eye(n)[:, at_lo], -np.eye(n)[:, at_hi]]
         A = np.concatenate([c.reshape(n, -1) for c in cols], axis=1)
+        # the scale: ∇f without the coordinates on an active bound, whose (possibly huge: √ at 0) components
+        # a bound's multiplier takes up and which would otherwise hide a residual elsewhere
+        free = np.ones(n, dtype=bool)
+        free[at_lo] = free[at_hi] = False
+        scale = 1.0 + float(np.linalg.norm(gf[free]))
         if A.shape[1] == 0:
-            return float(np.linalg.norm(gf)) / (1.0 + float(np.linalg.norm(gf)))
+            return float(np.linalg.norm(gf)) / scale
         _, res = nnls(A, gf, maxiter=50 * A.shape[1])
-        return float(res) / (1.0 + float(np.linalg.norm(gf)))
+        return float(res) / scale
 
     def judge(self, z: np.ndarray) -> tuple[float, float]:
         """(objective, largest scaled violation) at z, in float64; a non-finite value counts as infinite."""
