@@ -9,7 +9,10 @@ Kursawe's cusps |x|^0.8 (a disconnected front; reference: a 201³ grid), a degen
 objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep at its minimum), a biased density (DTLZ4,
 x^100), one scalar variable (Schaffer N1), a convex pair of quadratics, and general constraints (a front
 on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary; the classic constrained
-fronts BNH, SRN, TNK (a wavy boundary in four pieces) and OSY (six constraints, five pieces)).
+fronts BNH, SRN, TNK (a wavy boundary in four pieces) and OSY (six constraints, five pieces)), fronts
+whose ends no axis ray aims at (three squared distances in the plane, free variables; a mean–variance
+portfolio on the simplex; two distances from a ball) and inverted fronts (−DTLZ2, whose Pareto set has a
+copy in each corner of the distance variables' box, and an inverted DTLZ1 plane with DTLZ2's g).
 HV reference: the analytic front's nadir + 10 % of its range (1.1 for DTLZ4 and DTLZ2-abs).
 Usage: .venv/bin/python benchmarks/mo_heldout.py [--seeds 0,1] [--no-pymoo] [--set KEY=VALUE ...]
 """
@@ -123,6 +126,10 @@ def _osy() -> np.ndarray:
     return nondominated(np.concatenate([_osy_f(X) for X in pieces]))
 
 
+def _distances_f(X: np.ndarray) -> np.ndarray:
+    return np.stack([(X**2).sum(1), ((X - [1, 0]) ** 2).sum(1), ((X - [0, 1]) ** 2).sum(1)], 1)
+
+
 def _kursawe_f(X: np.ndarray) -> np.ndarray:
     f1 = sum(-10 * np.exp(-0.2 * np.sqrt(X[:, i] ** 2 + X[:, i + 1] ** 2)) for i in range(2))
     return np.stack([f1, (np.abs(X) ** 0.8 + 5 * np.sin(X**3)).sum(1)], 1)
@@ -137,6 +144,53 @@ def _kursawe() -> np.ndarray:
         B, C = np.meshgrid(ax, ax, indexing="ij")
         out.append(nondominated(_kursawe_f(np.stack([np.full(B.size, a), B.ravel(), C.ravel()], 1))))
     return nondominated(np.concatenate(out))
+
+
+def _simplex(n: int = 300) -> np.ndarray:
+    """The Das–Dennis points of level n on the simplex Σ f = 1 (a dense linear front)."""
+    return np.array([[i, j, n - i - j] for i in range(n + 1) for j in range(n + 1 - i)], dtype=np.float64) / n
+
+
+def _distances3() -> np.ndarray:
+    """Three squared distances in the plane to (0, 0), (1, 0), (0, 1): the Pareto set is their triangle."""
+    g = np.linspace(0, 1, 401)
+    A, B = np.meshgrid(g, g)
+    X = np.stack([A[A + B <= 1], B[A + B <= 1]], 1)
+    return np.stack([(X**2).sum(1), ((X - [1, 0]) ** 2).sum(1), ((X - [0, 1]) ** 2).sum(1)], 1)
+
+
+_PF_B = np.random.default_rng(31).standard_normal((12, 3)).round(4)
+_PF_MU = (0.1 * np.random.default_rng(32).random(12)).round(4)
+
+
+def _portfolio() -> np.ndarray:
+    """The mean–variance front of `portfolio` (12 assets on the simplex): the least variance at 2 001 target
+    returns between the least and the largest mean, each a convex QP solved by SLSQP (scipy, float64, tight
+    tolerance) from the previous target's weights."""
+    from scipy.optimize import minimize
+
+    C = _PF_B @ _PF_B.T + 0.01 * np.eye(12)
+    w = np.eye(12)[int(np.argmin(_PF_MU))]
+    out = []
+    for r in np.linspace(_PF_MU.min(), _PF_MU.max(), 2001):
+        cons = [{"type": "eq", "fun": lambda v: v.sum() - 1, "jac": lambda v: np.ones(12)}]
+        cons.append({"type": "ineq", "fun": lambda v, r=r: _PF_MU @ v - r, "jac": lambda v: _PF_MU})
+        res = minimize(
+            lambda v: (v @ C @ v, 2 * C @ v),
+            w,
+            jac=True,
+            method="SLSQP",
+            bounds=[(0, 1)] * 12,
+            constraints=cons,
+            options={"ftol": 1e-14, "maxiter": 500},
+        )
+        w = np.clip(res.x, 0, None) / np.clip(res.x, 0, None).sum()
+        out.append([w @ C @ w, -_PF_MU @ w])
+    return nondominated(np.array(out))
+
+
+def _matrix(A: np.ndarray) -> str:
+    return "[" + ", ".join("[" + ", ".join(f"{v:g}" for v in row) + "]" for row in A) + "]"
 
 
 # name -> (model text, analytic front, its exact HV where it has a closed form, else None: the dense front's)
@@ -205,6 +259,40 @@ PROBLEMS: dict[str, tuple[str, np.ndarray | Callable[[], np.ndarray], float | No
         "var x[3] in [-5, 5]\nminimize {\n  f1: sum(-10 * exp(-0.2 * sqrt(x[:2]^2 + x[1:]^2)))\n"
         "  f2: sum(abs(x)^0.8 + 5 * sin(x^3))\n}\n",
         _kursawe,  # computed when the problem runs (~4 s): not at every import
+        None,
+    ),
+    # fronts whose ends no axis ray aims at (each objective's least value holds the others near their
+    # largest): the ends by SLSQP (`front_extremes`); and inverted fronts
+    "distances3": (
+        "var x[2]\nminimize {\n  f1: sumsq(x)\n  f2: sumsq(x - [1, 0])\n  f3: sumsq(x - [0, 1])\n}\n",
+        _distances3,
+        None,
+    ),
+    "portfolio": (
+        f"param B = {_matrix(_PF_B)}\nparam mu = [{', '.join(f'{v:g}' for v in _PF_MU)}]\nvar w[12] in simplex\n"
+        "minimize {\n  risk: sumsq(B.T @ w) + 0.01 * sumsq(w)\n  loss: -dot(mu, w)\n}\n",
+        _portfolio,
+        None,
+    ),
+    "ball2": (
+        "var x[3] in ball(1)\nminimize {\n  f1: sumsq(x - [2, 0, 0])\n  f2: sumsq(x - [0, 2, 0])\n}\n",
+        _dense2((np.cos(_th) - 2) ** 2 + np.sin(_th) ** 2, np.cos(_th) ** 2 + (np.sin(_th) - 2) ** 2),
+        None,
+    ),
+    "minus-dtlz2": (
+        _dtlz(1, "let a = x[0]\nlet b = x[1]")
+        .replace("f1: (1", "f1: -(1")
+        .replace("f2: (1", "f2: -(1")
+        .replace("f3: (1", "f3: -(1"),
+        -3.5 * _sphere(),
+        None,
+    ),
+    "dtlz1-inv": (
+        _dtlz(1, "let a = x[0]\nlet b = x[1]")
+        .replace("(1 + g) * cos(h * a) * cos(h * b)", "0.5 * (1 + g) * (1 - a * b)")
+        .replace("(1 + g) * cos(h * a) * sin(h * b)", "0.5 * (1 + g) * (1 - a * (1 - b))")
+        .replace("(1 + g) * sin(h * a)", "0.5 * (1 + g) * a"),
+        0.5 - 0.5 * _simplex(),
         None,
     ),
     # general constraints (front mode's exact penalty and feasibility steps)
@@ -338,6 +426,17 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
         return 10, 2, lo, np.r_[1.0, np.full(9, 5.0)], f
     if name == "kursawe":
         return 3, 2, np.full(3, -5.0), np.full(3, 5.0), _kursawe_f
+    if name in ("portfolio", "ball2"):  # a simplex and a ball: not a box for pymoo
+        return None
+    if name == "distances3":  # pymoo needs a box: one holding the triangle with room on every side
+        return 2, 3, np.full(2, -2.0), np.full(2, 3.0), _distances_f
+    if name == "dtlz1-inv":
+
+        def fi(X: np.ndarray) -> np.ndarray:
+            g, a, b = ((X[:, 2:] - 0.5) ** 2).sum(1), X[:, 0], X[:, 1]
+            return 0.5 * (1 + g)[:, None] * np.stack([1 - a * b, 1 - a * (1 - b), a], 1)
+
+        return 12, 3, np.zeros(12), np.ones(12), fi
     if name == "zdt1-abs":
 
         def fa(X: np.ndarray) -> np.ndarray:
@@ -367,6 +466,8 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
         r = 1 + g
         return np.stack([r * np.cos(h * a) * np.cos(h * b), r * np.cos(h * a) * np.sin(h * b), r * np.sin(h * a)], 1)
 
+    if name == "minus-dtlz2":
+        return 12, 3, np.zeros(12), np.ones(12), lambda X: -fd(X)
     return 12, 3, np.zeros(12), np.ones(12), fd
 
 
@@ -444,7 +545,7 @@ def main() -> None:
                 f"| {res.info['front_size']} | {hv:.4f} | {secs:.2f} |",
                 flush=True,
             )
-            if args.no_pymoo:
+            if args.no_pymoo or _np_problem(name) is None:  # (pymoo takes box domains only)
                 continue
             try:
                 import pymoo  # noqa: F401

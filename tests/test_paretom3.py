@@ -878,10 +878,127 @@ def test_front_exchange_takes_zdt6_rays_to_the_first_hump() -> None:
         assert res.info["evaluations"] <= 4000
         return hypervolume(F[np.all(F < ref, 1)], ref) / exact, res.info["exchanged"]
 
-    hv, exchanged = ratio()
-    hv0, exchanged0 = ratio(front_exchange=False)
+    # (the ends by SLSQP off: the end of least f1 also lies on the first hump, and alone it took the front
+    # without the exchange to 0.967)
+    hv, exchanged = ratio(front_extremes=False)
+    hv0, exchanged0 = ratio(front_exchange=False, front_extremes=False)
     assert hv > 0.99 and exchanged > 0
     assert hv0 < 0.9 and exchanged0 == 0
+    assert ratio()[0] > 0.99
+
+
+def test_projected_adam_on_a_simplex_and_a_ball_reaches_a_kkt_point() -> None:
+    """With a per-coordinate scaling D the fixed points of x = P(x − D g) on a coupled domain are not KKT
+    points: on the simplex, min Σ a_i w_i² (a = 1, 10, 100) from (0.2, 0.3, 0.5) did not move at all (Adam's
+    first step is nearly (1, 1, 1)·lr, which the projection cancels). One scale per instance (and the
+    gradient's mean removed on a simplex) reaches the KKT point w ∝ 1/a; on the ball ‖x‖ ≤ 1 with a target
+    outside, the gradient ends antiparallel to x (∇f + μx = 0)."""
+    from optlang.backends.multiobjective.common import ProjectedAdam, batched_project_, cosine, coupled_domains
+
+    a = torch.tensor([1.0, 10.0, 100.0], dtype=torch.float64)
+    c = torch.tensor([2.0, -1.0, 0.5], dtype=torch.float64)
+    cases = ((Domain("simplex"), lambda w: 2 * a * w), (Domain("ball", radius=1.0), lambda w: 2 * a * (w - c)))
+    for dom, grad in cases:
+        v = Variable("w", (3,), dom)
+        ends = []
+        for cp in (coupled_domains((v,)), {}):
+            X = {"w": torch.tensor([[0.2, 0.3, 0.5]], dtype=torch.float64)}
+            opt = ProjectedAdam(X, {"w": 1.0}, 0.05, coupled=cp)
+            for k in range(2000):
+                opt.step(X, {"w": grad(X["w"])}, cosine(k, 2000, 1e-3))
+                batched_project_((v,), X)
+            ends.append(X["w"][0])
+        w, old = ends
+        if dom.kind == "simplex":
+            assert w.tolist() == pytest.approx((100 / 111, 10 / 111, 1 / 111), abs=1e-6)
+            assert old.tolist() == pytest.approx([0.2, 0.3, 0.5])  # (the old scaling: stuck at the start)
+        else:
+            g = grad(w)
+            assert float(w.norm()) == pytest.approx(1.0, abs=1e-9)
+            assert float(torch.dot(g, w) / (g.norm() * w.norm())) == pytest.approx(-1.0, abs=1e-6)
+            g_old = grad(old)
+            assert float(torch.dot(g_old, old) / (g_old.norm() * old.norm())) > -0.999
+
+
+def test_front_corrects_a_predictor_between_two_copies_of_the_pareto_set_from_an_end() -> None:
+    """−DTLZ2 in two objectives: each distance variable y_j sits on either bound on the Pareto set (g = Σ
+    (y − ½)² at its largest), so two solutions from different copies (y = 0 and y = 1) have their decision
+    midpoint at y = ½, the saddle where ∇g vanishes: corrected from there the point stays at g = 0, far
+    inside the front. A dominated predictor is corrected from the end whose achievement on its direction is
+    better (fate 3): it ends on the front (g = ½)."""
+    from optlang.backends.multiobjective.common import Archive, BatchEval
+    from optlang.backends.multiobjective.front import _Batch, _continue
+
+    a = Variable("a", (), Domain("box", 0.0, 1.0))
+    y = Variable("y", (2,), Domain("box", 0.0, 1.0))
+    h = math.pi / 2
+
+    def g(v: dict) -> torch.Tensor:
+        return ((v["y"] - 0.5) ** 2).sum(-1)
+
+    f1 = TorchFunction.from_callable(lambda v, batch=None: -(1 + g(v)) * torch.cos(h * v["a"]))
+    f2 = TorchFunction.from_callable(lambda v, batch=None: -(1 + g(v)) * torch.sin(h * v["a"]))
+    problem = MultiObjectiveProblem((a, y), (("f1", f1), ("f2", f2)))
+    ctx = RunContext(seed=0)
+    o = ParetoM3().make_options({})
+    ev = BatchEval(problem, ctx, with_preference=False)
+    XA = {"a": torch.tensor([0.3]), "y": torch.tensor([[0.0, 0.0]])}
+    XB = {"a": torch.tensor([0.5]), "y": torch.tensor([[1.0, 1.0]])}
+    FA, FB = ev(XA)[:, :2].detach().numpy(), ev(XB)[:, :2].detach().numpy()
+    S = np.concatenate([FA, FB]).astype(np.float64)
+    z, s = torch.full((2,), -1.6), torch.full((2,), 1.7)
+    Xn = {"a": torch.tensor([0.4]), "y": torch.tensor([[0.5, 0.5]])}  # the midpoint: g = 0
+    Wn = np.maximum((0.5 * (S[0] + S[1]) - z.numpy()) / s.numpy(), 0.0)[None]
+    Wn = Wn / Wn.sum()
+
+    def corrected(ends: object) -> tuple[np.ndarray, dict, np.ndarray]:
+        rb = _Batch(problem, ev, {k: v.clone() for k, v in Xn.items()}, Wn, o, ctx, o.front_lr * o.refine_lr)
+        F, X, fate, bad = _continue(rb, z, s, Archive(), S, 10_000, o, ctx, ends)  # type: ignore[arg-type]
+        assert fate is not None and not bad
+        return F, X, fate
+
+    F, X, fate = corrected((FA.astype(np.float64), FB.astype(np.float64), XA, XB))
+    assert fate.tolist() == [3]
+    assert float(((X["y"] - 0.5) ** 2).sum()) == pytest.approx(0.5, abs=1e-6)  # on the bounds: on the front
+    assert np.linalg.norm(F[0]) == pytest.approx(1.5, abs=1e-4)
+    F0, X0, fate0 = corrected(None)  # from the midpoint: stuck at the saddle
+    assert fate0.tolist() == [2] and np.linalg.norm(F0[0]) < 1.01
+
+
+def test_front_ends_that_no_ray_aims_at_are_solved() -> None:
+    """Three squared distances in the plane (free variables): the front's corners (f_i = 0 at anchor i, the
+    others at their largest) lie in directions from the ideal point that no axis ray takes, and stage 0
+    left every corner unreached (least f₂, f₃ over the front 0.36, 0.34). Each objective's end (least f_i,
+    the others' sum weighted 1e-3 to keep it Pareto optimal) by SLSQP after stage 0 joins the solutions
+    where it is new, and the refinement meshes the front out to it."""
+    import optlang
+
+    text = "var x[2]\nminimize {\n  f1: sumsq(x)\n  f2: sumsq(x - [1, 0])\n  f3: sumsq(x - [0, 1])\n}\n"
+    res = optlang.parse(text).solve(seed=0, options={"front_evals": 1500})
+    F = np.array([[p["objectives"][f"f{i}"] for i in (1, 2, 3)] for p in res.info["front"]])
+    assert res.info["evaluations"] <= 1500
+    assert F.min(0).max() < 1e-4  # every corner reached
+    off = optlang.parse(text).solve(seed=0, options={"front_evals": 1500, "front_extremes": False})
+    F_off = np.array([[p["objectives"][f"f{i}"] for i in (1, 2, 3)] for p in off.info["front"]])
+    assert F_off.min(0).max() > 0.1
+
+
+def test_front_reaches_the_highest_return_end_of_a_portfolio_on_the_simplex() -> None:
+    """Mean–variance on the simplex: the front's high-return end is the vertex of the largest mean (return
+    max μ), where the variance climbs steeply; the rays stopped at 0.78 max μ (HV/exact 0.62 at 4 000
+    evaluations). The end by SLSQP reaches it."""
+    import optlang
+
+    rng = np.random.default_rng(31)
+    B, mu = rng.standard_normal((6, 3)).round(4), (0.1 * rng.random(6)).round(4)
+    rows = ", ".join("[" + ", ".join(f"{v:g}" for v in r) + "]" for r in B)
+    text = (
+        f"param B = [{rows}]\nparam mu = [{', '.join(f'{v:g}' for v in mu)}]\nvar w[6] in simplex\n"
+        "minimize {\n  risk: sumsq(B.T @ w)\n  loss: -dot(mu, w)\n}\n"
+    )
+    res = optlang.parse(text).solve(seed=0, options={"front_evals": 1500})
+    loss = np.array([p["objectives"]["loss"] for p in res.info["front"]])
+    assert loss.min() == pytest.approx(-mu.max(), abs=1e-5 * mu.max())
 
 
 # ----------------------------------------------------------------------------- general constraints (front mode)
@@ -1071,4 +1188,5 @@ def test_front_evals_is_one_budget_for_the_wing(tmp_path: Path) -> None:
     c = compare(model, backends=["paretom3", "weighted-sum"], seed=0, device="cpu")
     evals = {res.backend: res.info.get("evaluations") for res in c.results}
     assert set(evals) == {"paretom3", "weighted-sum"}
-    assert all(e is not None and 1200 - 40 <= e <= 1200 for e in evals.values()), evals
+    # weighted-sum runs its steps to the budget; paretom3 may stop below it on a resolved front
+    assert 1200 - 40 <= evals["weighted-sum"] <= 1200 and 0 < evals["paretom3"] <= 1200, evals

@@ -36,6 +36,7 @@ from optlang.backends.multiobjective.common import (
     batched_init,
     batched_project_,
     cosine,
+    coupled_domains,
     min_norm_faces,
     nan_to_zero,
     nudge,
@@ -176,7 +177,9 @@ def _rays(
     E = torch.eye(m, dtype=torch.float64).repeat(len(rows), 1) + 1e-2
     P = batched_init(variables, len(P_rows), ctx, offset=13)
     P = {k: v.requires_grad_(True) for k, v in P.items()}
-    optp = ProjectedAdam(P, {v.name: variable_scale(v, P[v.name]) for v in variables}, 0.08)
+    optp = ProjectedAdam(
+        P, {v.name: variable_scale(v, P[v.name]) for v in variables}, 0.08, coupled=coupled_domains(variables)
+    )
     for k in range(iters):
         g = _grads(lambda Z: (E * fns.batch(Z, P_rows, m)).sum(1), variables, P)
         optp.step(P, g, cosine(k, iters, 1e-3))
@@ -196,7 +199,7 @@ def _rays(
     X = batched_init(variables, len(inst_rows), ctx, offset=11)
     X = {k: v.requires_grad_(True) for k, v in X.items()}
     scales = {v.name: variable_scale(v, X[v.name]) for v in variables}
-    opt = ProjectedAdam(X, scales, 0.08)
+    opt = ProjectedAdam(X, scales, 0.08, coupled=coupled_domains(variables))
     tau, alpha = 1e-3, 1e-3
     seen: list[torch.Tensor] = []
 
@@ -411,7 +414,7 @@ def _merit(
     u_best = torch.zeros(fx.shape[0], dtype=fx.dtype)
     Y = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
     scales = {v.name: variable_scale(v, X[v.name]) for v in variables}
-    opt = ProjectedAdam(Y, scales, lr)
+    opt = ProjectedAdam(Y, scales, lr, coupled=coupled_domains(variables))
     for k in range(iters):
         with torch.no_grad():
             fy = fns.batch(Y, rows, m)

@@ -37,6 +37,7 @@ from optlang.backends.multiobjective.common import (
     batched_init,
     batched_project_,
     cosine,
+    coupled_domains,
     front_feasibility,
     front_info,
     front_rule,
@@ -185,8 +186,8 @@ class _M3Step(Step):
         self.X = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
         self.Y = {k: v.detach().clone().requires_grad_(True) for k, v in X.items()}
         self.scales = {v.name: variable_scale(v, self.X[v.name]) for v in loop.vars}
-        self.ax = ProjectedAdam(self.X, self.scales, o.lr)
-        self.ay = ProjectedAdam(self.Y, self.scales, o.lr_y)
+        self.ax = ProjectedAdam(self.X, self.scales, o.lr, coupled=coupled_domains(loop.vars))
+        self.ay = ProjectedAdam(self.Y, self.scales, o.lr_y, coupled=coupled_domains(loop.vars))
         self.rho = torch.full((B,), float(o.rho0), dtype=ctx.dtype, device=ctx.device)
         self.ramp = max(1, int(o.rho_ramp * iters))
         self.growth = (o.rho_max / o.rho0) ** (1.0 / self.ramp)
@@ -437,7 +438,7 @@ def inner_merit(
     fy_best = fx.clone()
     Y = _copy(Y0, True)
     scales = {v.name: variable_scale(v, X[v.name]) for v in loop.vars}
-    opt = ProjectedAdam(Y, scales, lr)
+    opt = ProjectedAdam(Y, scales, lr, coupled=coupled_domains(loop.vars))
     for k in range(iters):
         if ctx.should_stop():
             break
@@ -511,7 +512,7 @@ class ParetoM3Options:
     front_finish_iters: int = 20  # at most this many finishing steps per solution
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
     front_exchange: bool = True  # stage 0: a ray restarts from an archived point that beats its achievement
-    front_extremes: bool = True  # constrained fronts: each objective's least value by SLSQP after stage 0
+    front_extremes: bool = True  # each objective's end (least f_i, Pareto optimal) by SLSQP after stage 0
     front_extreme_iters: int = 50  # SLSQP iterations per objective at most
     front_exchange_tol: float = 1e-3  # ... by more than this (normalized achievement units)
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)

@@ -27,6 +27,7 @@ from optlang.backends.multiobjective.common import (
     batched_init,
     batched_project_,
     cosine,
+    coupled_domains,
     front_feasibility,
     front_info,
     front_rule,
@@ -104,7 +105,7 @@ class WeightedSum(Backend):
         X = batched_init(problem.variables, K, ctx)
         X = {k: v.requires_grad_(True) for k, v in X.items()}
         scales = {v.name: variable_scale(v, X[v.name]) for v in problem.variables}
-        opt = ProjectedAdam(X, scales, o.lr)
+        opt = ProjectedAdam(X, scales, o.lr, coupled=coupled_domains(problem.variables))
         # front_evals (the multi-objective wing's shared budget, so that `solver auto { front_evals = N }` and
         # `optlang compare` run this baseline at paretom3's evaluations) sets the steps of every weight
         budget_iters = max(1, o.front_evals // K - 1) if o.front_evals > 0 else o.iters  # (and a last evaluation)
