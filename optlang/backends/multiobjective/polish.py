@@ -58,9 +58,20 @@ def polish(
     max_dim: int = 200,
     maxiter: int = 100,
     stop: Callable[[], bool] | None = None,
+    keep_free: np.ndarray | None = None,
+    retries: int = 2,
 ) -> Polished | None:
     """SLSQP on the Pareto-critical formulation from `start`; None when not applicable or it failed.
-    `stop()` (the run's time limit / interrupt) ends SLSQP early; the point is then judged as it is."""
+    `stop()` (the run's time limit / interrupt) ends SLSQP early; the point is then judged as it is.
+
+    The coordinates fixed on a bound (or at 0 on a simplex) are checked at the end: a fixed coordinate
+    whose multiplier changed sign (Σλ∂F no longer pushes against its bound; on a simplex ∂_j Σλ F < ν)
+    means the polish left the Pareto-critical set along its face (a mean–variance front whose efficient
+    support changes), so it is polished again from there with those coordinates free (`keep_free`, at
+    most `retries` times), and what is left of the wrong signs adds to the residual (never certified).
+    A free coordinate that ends on its bound with a vanishing multiplier is a breakpoint of the critical set
+    (the efficient support changes there): the face's manifold ends, and the branch on which that coordinate
+    stays on the bound is measured too (`_branch_descent`): φ falling along it is no stationary point."""
     preference = problem.preference  # polishable() refuses a problem without one
     if preference is None or not polishable(problem, max_dim):
         return None
@@ -102,6 +113,9 @@ def polish(
         big = idx[z0[idx] > 1e-3]
         nu_hat = float(np.median(g0[big])) if big.size else float(g0[idx].min())
         at_lo[idx] = (z0[idx] <= 1e-3) & (g0[idx] > nu_hat + 1e-9 * (1 + abs(nu_hat)))
+    if keep_free is not None:
+        at_lo &= ~keep_free
+        at_hi &= ~keep_free
     fixed = at_lo | at_hi
     z0 = np.where(at_lo, fl.lo, np.where(at_hi, fl.hi, z0))
     for gi in fl.groups:  # back onto the simplex after zeroing
@@ -219,7 +233,62 @@ def polish(
     at_high = np.concatenate([v[:nf] >= fl.hi[free] - 1e-12, np.zeros(m, bool), none])
     stationarity = tangential_stationarity(gphi, A, at_low, at_high)
     values = {k: t.detach().numpy().copy() for k, t in fl.split(torch.as_tensor(full(v))).items()}
+    # the fixed coordinates' multipliers at the end: each must still hold its coordinate on its bound
+    J_all = jac_F(full(v))
+    if not np.all(np.isfinite(J_all)):
+        return None
+    g_all = lam @ J_all
+    scale = 1.0 + float(np.abs(J_all).max(initial=0.0))
+    wrong = np.zeros(g_all.size)
+    box_lo = at_lo & ~insimplex
+    wrong[box_lo] = np.maximum(0.0, -g_all[box_lo])
+    wrong[at_hi] = np.maximum(0.0, g_all[at_hi])
+    nu_end = v[nf + m : nf + m + G]
+    for k, gi in enumerate(fl.groups):
+        sel = at_lo & (fl.grp == gi)
+        wrong[sel] = np.maximum(0.0, nu_end[k] - g_all[sel])
+    bad = wrong > 1e-9 * scale
+    if bad.any() and retries > 0 and not (stop is not None and stop()):
+        released = bad if keep_free is None else keep_free | bad
+        again = polish(problem, values, max_dim, maxiter, stop, released, retries - 1)
+        if again is not None:
+            again.iterations += nit
+            again.evaluations += count[0]
+            return again
+    residual += float(wrong.sum()) / scale
+    # breakpoints: a free coordinate on its lower bound with a vanishing multiplier, where the efficient
+    # support changes. The face's manifold ends there, and its measure says nothing of the branch on which
+    # that coordinate stays on the bound (its row of the stationarity equations becomes "≥ 0"): that
+    # branch's tangent is measured too, in the orientation that keeps the dropped row non-negative
+    nu_of = np.zeros(g_all.size)
+    for k, gi in enumerate(fl.groups):
+        nu_of[fl.grp == gi] = nu_end[k]
+    on_lo = v[:nf] <= fl.lo[free] + 1e-12
+    kinks = np.flatnonzero(on_lo & (np.abs(g_all[free] - nu_of[free]) <= 1e-7 * scale))
+    stationarity = max(stationarity, _branch_descent(gphi, A, kinks))
     return Polished(values, lam, residual, stationarity, nit, count[0])
+
+
+def _branch_descent(g: np.ndarray, A: np.ndarray, rows: np.ndarray) -> float:
+    """The steepest relative descent of φ (gradient g in the polish's unknowns) along the branches that
+    start at breakpoints: for each row p in `rows` (a free coordinate p on its bound whose stationarity row
+    holds with a vanishing multiplier), the tangent of the critical set with coordinate p held on its bound
+    and row p dropped, oriented so that row p's value grows (stays a valid multiplier); 0 when φ falls along
+    none. Other active bounds are not imposed on the branch, which can only make the measure larger."""
+    from scipy.linalg import null_space
+
+    worst = 0.0
+    n = A.shape[1]
+    gn = 1.0 + float(np.linalg.norm(g))
+    for p in rows:
+        keep = np.r_[0:p, p + 1 : A.shape[0]]
+        N = null_space(np.concatenate([A[keep], np.eye(n)[[p]]], 0), rcond=1e-10)
+        for d in N.T:
+            slope = float(A[p] @ d)
+            signs = (1.0,) if slope > 1e-12 else (-1.0,) if slope < -1e-12 else (1.0, -1.0)
+            for sg in signs:
+                worst = max(worst, -sg * float(g @ d) / gn)
+    return worst
 
 
 def scipy_bounds(lo: np.ndarray, hi: np.ndarray) -> list[tuple[float | None, float | None]]:
