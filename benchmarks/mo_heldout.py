@@ -7,7 +7,8 @@ non-uniform, multimodal f1 (ZDT6), a concave front reached through flattening ex
 (Fonseca–Fleming), Pareto sets on the kinks of |x − ½| (ZDT1 and DTLZ2 with Σ|x_i − ½| distances) and
 Kursawe's cusps |x|^0.8 (a disconnected front; reference: a 201³ grid), a degenerate curve in three
 objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep at its minimum), a biased density (DTLZ4,
-x^100), one scalar variable (Schaffer N1), a convex pair of quadratics, and general constraints (a front
+x^100), one scalar variable (Schaffer N1), a convex pair of quadratics (and the same pair of free variables at
+x ≈ 1000), and general constraints (a front
 on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary; the classic constrained
 fronts BNH, SRN, TNK (a wavy boundary in four pieces) and OSY (six constraints, five pieces)), fronts
 whose ends no axis ray aims at (three squared distances in the plane, free variables; a mean–variance
@@ -223,6 +224,11 @@ PROBLEMS: dict[str, tuple[str, np.ndarray | Callable[[], np.ndarray], float | No
         _dense2(2 * _t**2, 2 * (1 - _t) ** 2),
         None,
     ),
+    "quadratics-far": (  # free variables far from the origin: the step unit must follow the front, not |x|
+        "var x[2]\nminimize {\n  f1: sumsq(x - [1000, 1000])\n  f2: sumsq(x - [1001, 1000])\n}\n",
+        _dense2(_t**2, (1 - _t) ** 2),
+        None,
+    ),
     "dtlz3": (
         _dtlz(1, "let a = x[0]\nlet b = x[1]").replace(
             "sumsq(x[2:] - 0.5)", f"100 * (10 + sum((x[2:] - 0.5)^2 - cos(20 * {PI} * (x[2:] - 0.5))))"
@@ -414,6 +420,9 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
         return 6, 2, np.array([0.0, 0, 1, 0, 1, 0]), np.array([10.0, 10, 5, 6, 5, 10]), _osy_f
     if name == "schaffer":
         return 1, 2, np.array([-10.0]), np.array([10.0]), lambda X: np.stack([X[:, 0] ** 2, (X[:, 0] - 2) ** 2], 1)
+    if name == "quadratics-far":  # pymoo needs a box: one of width 10 around the front
+        c = np.array([1000.0, 1000.0])
+        return 2, 2, c - 5, c + 5, lambda X: np.stack([((X - c) ** 2).sum(1), ((X - c - [1, 0]) ** 2).sum(1)], 1)
     if name == "quadratics":
         return 2, 2, np.full(2, -3.0), np.full(2, 3.0), lambda X: np.stack([(X**2).sum(1), ((X - 1) ** 2).sum(1)], 1)
     if name == "zdt4":

@@ -950,6 +950,22 @@ def test_a_preferred_portfolio_on_the_simplex_is_exact_when_it_says_converged(se
     else:
         assert r.objective >= exact.value - 1e-8
 
+
+def test_a_front_far_from_the_origin_is_resolved_not_cut_short() -> None:
+    """Free variables whose front lies at x ≈ 1000 (two squared distances to (1000, 1000) and (1001, 1000)):
+    the step unit of a free variable was max(1, |x|∞) = 1000, so every correction overshot by ~20, looked
+    like a gap, and the front ended `converged` with 7 points (HV/exact 0.898). The unit is now at most
+    max(1, the rows' spread)."""
+    import optlang
+
+    text = "var x[2]\nminimize {\n  f1: sumsq(x - [1000, 1000])\n  f2: sumsq(x - [1001, 1000])\n}\n"
+    res = optlang.parse(text).solve(seed=0, options={"front_evals": 2000})
+    F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in res.info["front"]])
+    t = np.linspace(0, 1, 20001)
+    R = np.stack([t**2, (1 - t) ** 2], 1)
+    ref = np.array([1.1, 1.1])
+    assert hypervolume(F[np.all(F < ref, 1)], ref) > 0.99 * hypervolume(R, ref)
+
 def test_front_corrects_a_predictor_between_two_copies_of_the_pareto_set_from_an_end() -> None:
     """−DTLZ2 in two objectives: each distance variable y_j sits on either bound on the Pareto set (g = Σ
     (y − ½)² at its largest), so two solutions from different copies (y = 0 and y = 1) have their decision
