@@ -123,6 +123,10 @@ def scan_front(
         front_evals=int(options.front_scan),
         front_explore=0.0,
         front_solver="adam",
+        # the ends by SLSQP only under general constraints, as before they ran on every front: on the coarse
+        # front they moved which points are polished, and one preference of mo_prefnd (seed 4, 8 variables,
+        # a √ objective) went from `converged` to `iteration_limit`
+        front_extremes=bool(options.front_extremes and problem.constraints),
     )
     if o.front_evals < min_front_evals(m, o, False):
         return None
