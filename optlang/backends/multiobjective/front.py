@@ -254,12 +254,16 @@ class _Batch:
         if rows.numel() == 0:
             return 0
         src = arg[rows].cpu().numpy()
+        self.restart(rows, {k: torch.as_tensor(AX[k][src]) for k in self.X})
+        return int(rows.numel())
+
+    def restart(self, rows: torch.Tensor, points: dict[str, torch.Tensor]) -> None:
+        """Put the rows `rows` at `points` (one per row) with their Adam moments cleared."""
         with torch.no_grad():
             for k, t in self.X.items():
-                t[rows] = torch.as_tensor(AX[k][src], dtype=t.dtype, device=t.device)
+                t[rows] = points[k].to(dtype=t.dtype, device=t.device)
                 self.opt.m[k][rows] = 0
                 self.opt.v[k][rows] = 0
-        return int(rows.numel())
 
     def step(
         self, z: torch.Tensor, s: torch.Tensor, factor: float, archive: Any
@@ -1480,10 +1484,13 @@ def _from_end(
         best = torch.where(use_b, ab, aa)
         move = torch.as_tensor(dom, device=z.device) & (best < ach.detach())
         rows = torch.nonzero(move).flatten()
-        if rows.numel():
-            for k, t in rb.X.items():
-                src = torch.where(use_b[rows].reshape(-1, *([1] * (t.dim() - 1))), XB[k][rows], XA[k][rows])
-                t[rows] = src.to(t.dtype)
-                rb.opt.m[k][rows] = 0
-                rb.opt.v[k][rows] = 0
+    if rows.numel():
+        pick = use_b[rows]
+        rb.restart(
+            rows,
+            {
+                k: torch.where(pick.reshape(-1, *([1] * (t.dim() - 1))), XB[k][rows], XA[k][rows])
+                for k, t in rb.X.items()
+            },
+        )
     return move.cpu().numpy()

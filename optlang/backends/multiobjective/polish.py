@@ -239,14 +239,12 @@ def polish(
         return None
     g_all = lam @ J_all
     scale = 1.0 + float(np.abs(J_all).max(initial=0.0))
-    wrong = np.zeros(g_all.size)
-    box_lo = at_lo & ~insimplex
-    wrong[box_lo] = np.maximum(0.0, -g_all[box_lo])
-    wrong[at_hi] = np.maximum(0.0, g_all[at_hi])
-    nu_end = v[nf + m : nf + m + G]
+    nu_of = np.zeros(g_all.size)  # each coordinate's simplex multiplier ν (0 off a simplex)
     for k, gi in enumerate(fl.groups):
-        sel = at_lo & (fl.grp == gi)
-        wrong[sel] = np.maximum(0.0, nu_end[k] - g_all[sel])
+        nu_of[fl.grp == gi] = v[nf + m + k]
+    wrong = np.zeros(g_all.size)
+    wrong[at_lo] = np.maximum(0.0, nu_of[at_lo] - g_all[at_lo])  # (a box's lower bound: ν = 0)
+    wrong[at_hi] = np.maximum(0.0, g_all[at_hi])
     bad = wrong > 1e-9 * scale
     if bad.any() and retries > 0 and not (stop is not None and stop()):
         released = bad if keep_free is None else keep_free | bad
@@ -260,9 +258,6 @@ def polish(
     # support changes. The face's manifold ends there, and its measure says nothing of the branch on which
     # that coordinate stays on the bound (its row of the stationarity equations becomes "≥ 0"): that
     # branch's tangent is measured too, in the orientation that keeps the dropped row non-negative
-    nu_of = np.zeros(g_all.size)
-    for k, gi in enumerate(fl.groups):
-        nu_of[fl.grp == gi] = nu_end[k]
     on_lo = v[:nf] <= fl.lo[free] + 1e-12
     kinks = np.flatnonzero(on_lo & (np.abs(g_all[free] - nu_of[free]) <= 1e-7 * scale))
     stationarity = max(stationarity, _branch_descent(gphi, A, kinks))
