@@ -10,7 +10,7 @@ inverse map from the backend's solution to the user's variables — the invertib
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from optlang.ir.types import REAL, SPIN
 from optlang.problem import (
     BilevelProblem,
     Constraint,
+    Domain,
     DROProblem,
     GeneralBilevelProblem,
     IsingProblem,
@@ -52,6 +53,7 @@ class Compiled:
     to_user: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
     sign: float = 1.0  # user objective = sign * backend objective (maximize → -1)
     offset: float = 0.0
+    rescaled: bool = False  # some variable is solved on a unit box (per-element bounds; `_unit_boxes`)
 
 
 # ---------------------------------------------------------------------------- degree
@@ -238,6 +240,15 @@ def classify(ir: ModelIR) -> Form:
             code="E515",
         )
         raise err.with_source(ir.source)
+    per_element = [v for n, v in ir.variables.items() if n in used and v.domain.elementwise]
+    if per_element and kind not in ("smooth", "multiobjective"):
+        raise ModelError(
+            f"per-element bounds on '{per_element[0].name}' are supported in smooth and multi-objective "
+            f"models, not in a {kind} model",
+            per_element[0].span,
+            hint="give one bound for every element, or bound the elements by constraints",
+            code="E516",
+        ).with_source(ir.source)
     cvx = all(cvxpy_ok(e) for e in exprs) and all(cvxpy_ok(c.expr) for c in ir.constraints)
     dcp_test = None
     if kind == "smooth" and general and cvx:
@@ -399,6 +410,104 @@ def _identity(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
 
 
+UnitMaps = dict[str, tuple[np.ndarray, np.ndarray]]  # variable -> (offset, scale): x = offset + scale ⊙ z
+
+
+def _unit_boxes(variables: tuple[Variable, ...]) -> tuple[tuple[Variable, ...], UnitMaps]:
+    """Variables with per-element boxes mapped to scalar boxes: x = lo + (hi − lo) ⊙ z with z in [0, 1]
+    (x = lo + z, z ≥ 0 or x = hi + z, z ≤ 0 when one side is open). Backends clamp, scale steps and
+    project with one bound per variable; in z the box is one, and each element's step is relative to
+    its own width, as an evolutionary method's operators are."""
+    out, maps = [], {}
+    for v in variables:
+        d = v.domain
+        if not d.elementwise:
+            out.append(v)
+            continue
+        lo = np.broadcast_to(np.asarray(d.lower, dtype=np.float64), v.shape)
+        hi = np.broadcast_to(np.asarray(d.upper, dtype=np.float64), v.shape)
+        if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
+            maps[v.name], dom = (lo.copy(), hi - lo), Domain("box", 0.0, 1.0)
+        elif np.all(np.isfinite(lo)):
+            maps[v.name], dom = (lo.copy(), np.ones(v.shape)), Domain("box", 0.0, np.inf)
+        else:
+            maps[v.name], dom = (hi.copy(), np.ones(v.shape)), Domain("box", -np.inf, 0.0)
+        out.append(Variable(v.name, v.shape, dom, v.init))
+    return tuple(out), maps
+
+
+def _to_user_map(maps: UnitMaps) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    def to_user(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = _identity(values)
+        for name, (off, scale) in maps.items():
+            if name in out:
+                out[name] = off + scale * out[name].reshape(off.shape)
+        return out
+
+    return to_user
+
+
+def _in_units(f: TorchFunction, maps: UnitMaps) -> TorchFunction:
+    """f of the user's variables as a function of the unit-box ones (`_unit_boxes`)."""
+    if not maps:
+        return f
+
+    def build(device: Any, dtype: Any) -> Callable[..., Any]:
+        import torch
+
+        inner = f.compile(device, dtype)
+        coef = {
+            n: (torch.as_tensor(o, dtype=dtype, device=device), torch.as_tensor(s, dtype=dtype, device=device))
+            for n, (o, s) in maps.items()
+        }
+
+        def fn(values: Mapping[str, Any], batch: Any = None) -> Any:
+            vals = dict(values)
+            for n, (o, s) in coef.items():
+                if n in vals:
+                    vals[n] = o + s * vals[n]
+            return inner(vals, batch)
+
+        return fn
+
+    cvx = None
+    if f.cvxpy is not None:
+        outer = f.cvxpy
+
+        def cvx(var_map: Mapping[str, Any]) -> Any:
+            vm = dict(var_map)
+            for n, (o, s) in maps.items():
+                if n in vm:
+                    vm[n] = o + _cp_multiply(s, vm[n])
+            return outer(vm)
+
+    return TorchFunction(build, n_samples=f.n_samples, per_sample=f.per_sample, cvxpy=cvx, source=f.source)
+
+
+def _cp_multiply(scale: np.ndarray, x: Any) -> Any:
+    """scale ⊙ x for a cvxpy expression (elementwise)."""
+    import cvxpy as cp
+
+    return cp.multiply(scale, x)
+
+
+def _constraints_in_units(cons: tuple[Constraint, ...], maps: UnitMaps) -> tuple[Constraint, ...]:
+    return tuple(Constraint(_in_units(c.fn, maps), c.sense, c.text) for c in cons) if maps else cons
+
+
+def _kinks_in_units(kinks: Any, maps: UnitMaps) -> list[Any]:
+    """Coordinate kinks at x = value moved to z = (value − offset) / scale (none where an element is fixed)."""
+    out = []
+    for k in kinks:
+        if k.name not in maps:
+            out.append((k.name, k.index, k.value))
+            continue
+        off, scale = (a.ravel()[k.index] for a in maps[k.name])
+        if scale != 0:
+            out.append((k.name, k.index, float((k.value - off) / scale)))
+    return out
+
+
 def _negated(f: TorchFunction) -> TorchFunction:
     def build(device: Any, dtype: Any) -> Callable[..., Any]:
         inner = f.compile(device, dtype)
@@ -435,13 +544,16 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         return Compiled(problem, lambda v: q.split(np.asarray(v["s"])), -1.0 if obj.form == "maximize" else 1.0)
     used = {v.name for v in form.variables}
     variables = tuple(v for v in real_variables(ir) if v.name in used)
+    variables, maps = _unit_boxes(variables)
+    to_user = _to_user_map(maps) if maps else _identity
     if kind == "smooth":
         assert obj.expr is not None
-        f = torch_function(obj.expr)
+        f = _in_units(torch_function(obj.expr), maps)
         if obj.form == "maximize":
             f = _negated(f)
         sign = -1.0 if obj.form == "maximize" else 1.0
-        return Compiled(SmoothProblem(variables, f, _general_constraints(ir)), _identity, sign)
+        cons = _constraints_in_units(_general_constraints(ir), maps)
+        return Compiled(SmoothProblem(variables, f, cons), to_user, sign, rescaled=bool(maps))
     if kind == "bilevel":
         assert obj.expr is not None
         lower = next(c for c in ir.constraints if c.sense == "argmin")
@@ -468,14 +580,13 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         maxs = tuple(v for v in variables if v.name in obj.over)
         return Compiled(MinimaxProblem(mins, maxs, torch_function(obj.expr)), _identity)
     if kind == "multiobjective":
-        objs = tuple((name, torch_function(e)) for name, e in obj.entries)
-        pref = torch_function(obj.prefer) if obj.prefer is not None else None
+        objs = tuple((name, _in_units(torch_function(e), maps)) for name, e in obj.entries)
+        pref = _in_units(torch_function(obj.prefer), maps) if obj.prefer is not None else None
         exprs = [e for _, e in obj.entries] + [c.expr for c in _general(ir)]
-        kinks = coordinate_kinks(exprs, [v.name for v in variables])
-        problem = MultiObjectiveProblem(
-            variables, objs, pref, _general_constraints(ir), tuple((k.name, k.index, k.value) for k in kinks)
-        )
-        return Compiled(problem, _identity)
+        kinks = _kinks_in_units(coordinate_kinks(exprs, [v.name for v in variables]), maps)
+        cons = _constraints_in_units(_general_constraints(ir), maps)
+        problem = MultiObjectiveProblem(variables, objs, pref, cons, tuple(kinks))
+        return Compiled(problem, to_user, rescaled=bool(maps))
     if kind == "dro":
         assert obj.expr is not None and obj.ambiguity is not None
         n = int(obj.expr.type.shape[0])

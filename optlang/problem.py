@@ -30,22 +30,59 @@ KINDS: tuple[str, ...] = (
 
 
 # ----------------------------------------------------------------------------- domains
+def _bound_text(v: float | np.ndarray) -> str:
+    """A bound as the model would write it: a number, or a vector's first entries."""
+    if np.ndim(v) == 0:
+        return f"{float(v):g}"
+    flat = np.asarray(v, dtype=np.float64).ravel()
+    head = ", ".join(f"{x:g}" for x in flat[:4])
+    return f"[{head}, … ({flat.size} entries)]" if flat.size > 4 else f"[{head}]"
+
+
 @dataclass(frozen=True)
 class Domain:
-    """A variable's feasible set: free, box [lo, hi] (either side may be infinite), simplex, ball(r)."""
+    """A variable's feasible set: free, box [lo, hi] (either side may be infinite), simplex, ball(r).
+
+    A box may have one bound per element (WFG's x_i in [0, 2i]): `lo_elements` / `hi_elements` are
+    then arrays of the variable's shape and `lo` / `hi` their hull. Backends see only scalar boxes: the
+    compiler maps a per-element box onto [0, 1] (`compiler._unit_boxes`)."""
 
     kind: Literal["free", "box", "simplex", "ball"] = "free"
     lo: float = -np.inf
     hi: float = np.inf
     radius: float = 1.0
+    lo_elements: np.ndarray | None = field(default=None, compare=False)
+    hi_elements: np.ndarray | None = field(default=None, compare=False)
+
+    @staticmethod
+    def box(lo: float | np.ndarray, hi: float | np.ndarray) -> Domain:
+        """A box from scalar or per-element bounds (arrays of the variable's shape)."""
+        lo_el = np.asarray(lo, dtype=np.float64) if np.ndim(lo) else None
+        hi_el = np.asarray(hi, dtype=np.float64) if np.ndim(hi) else None
+        return Domain("box", float(np.min(lo)), float(np.max(hi)), 1.0, lo_el, hi_el)
+
+    @property
+    def elementwise(self) -> bool:
+        """A box whose bounds differ from element to element."""
+        return self.lo_elements is not None or self.hi_elements is not None
+
+    @property
+    def lower(self) -> float | np.ndarray:
+        """The lower bound: a number, or one per element."""
+        return self.lo if self.lo_elements is None else self.lo_elements
+
+    @property
+    def upper(self) -> float | np.ndarray:
+        """The upper bound: a number, or one per element."""
+        return self.hi if self.hi_elements is None else self.hi_elements
 
     def describe(self) -> str:
         if self.kind == "box":
             if np.isinf(self.hi):
-                return f">= {self.lo:g}"
+                return f">= {_bound_text(self.lower)}"
             if np.isinf(self.lo):
-                return f"<= {self.hi:g}"
-            return f"in [{self.lo:g}, {self.hi:g}]"
+                return f"<= {_bound_text(self.upper)}"
+            return f"in [{_bound_text(self.lower)}, {_bound_text(self.upper)}]"
         if self.kind == "ball":
             return f"in ball({self.radius:g})"
         if self.kind == "simplex":
@@ -56,7 +93,7 @@ class Domain:
         """Euclidean projection onto the domain (float64 reference; torch versions live in backends)."""
         x = np.asarray(x, dtype=np.float64)
         if self.kind == "box":
-            return np.clip(x, self.lo, self.hi)
+            return np.clip(x, self.lower, self.upper)
         if self.kind == "ball":
             nrm = float(np.linalg.norm(x))
             return x if nrm <= self.radius else x * (self.radius / nrm)
@@ -73,7 +110,7 @@ class Domain:
     def contains(self, x: np.ndarray, tol: float = 1e-6) -> bool:
         x = np.asarray(x, dtype=np.float64)
         if self.kind == "box":
-            return bool(np.all(x >= self.lo - tol) and np.all(x <= self.hi + tol))
+            return bool(np.all(x >= self.lower - tol) and np.all(x <= self.upper + tol))
         if self.kind == "ball":
             return bool(np.linalg.norm(x) <= self.radius * (1 + tol) + tol)
         if self.kind == "simplex":
@@ -101,7 +138,7 @@ class Variable:
         if self.domain.kind == "simplex":
             return np.full(self.shape, 1.0 / self.size)
         if self.domain.kind == "box" and np.isfinite(self.domain.lo) and np.isfinite(self.domain.hi):
-            return rng.uniform(self.domain.lo, self.domain.hi, size=self.shape)
+            return rng.uniform(self.domain.lower, self.domain.upper, size=self.shape)
         x = 0.01 * rng.standard_normal(self.shape)
         return self.domain.project_np(x)
 

@@ -66,6 +66,8 @@ def verify(
     kind = form.kind
     checks: list[Check] = [Check(k, bool(v[0]), str(v[1])) for k, v in raw.checks.items()]
     info = dict(raw.info)
+    if info.get("front") and compiled.rescaled:  # front points in the user's variables
+        info["front"] = [_front_point_to_user(p, compiled) for p in info["front"]]
     values: dict[str, np.ndarray] = {}
     objective: float | None = None
     bound: float | None = None
@@ -240,3 +242,12 @@ def _continuous_objective(
         viol = float(np.max(np.abs(v))) if c.sense == "==" else float(np.max(np.maximum(v, 0.0)))
         checks.append(Check(f"constraint line {c.span.line}", viol <= 1e-4, f"{c.text}: violation {viol:.3g}"))
     return objective, checks
+
+
+def _front_point_to_user(point: dict[str, Any], compiled: Compiled) -> dict[str, Any]:
+    """One front point with its decision values mapped from the backend's variables to the user's (a
+    per-element box is solved on [0, 1])."""
+    if "values" not in point:
+        return point
+    vals = compiled.to_user({k: np.asarray(v, dtype=np.float64) for k, v in point["values"].items()})
+    return {**point, "values": {k: v.tolist() for k, v in vals.items()}}

@@ -60,6 +60,8 @@ STATEMENT = st.one_of(
     st.builds(lambda n, e: f"param {n} = {e}", NAMES, EXPR),
     st.builds(lambda n, d: f"var {n}[{d}]", NAMES, _leaf()),
     st.builds(lambda n, a, b: f"var {n} in [{a}, {b}]", NAMES, _leaf(), _leaf()),
+    st.builds(lambda n, d, a, b: f"var {n}[{d}] in [{a}, {b}]", NAMES, _leaf(), EXPR, EXPR),  # per-element bounds
+    st.builds(lambda n, d, s, a: f"var {n}[{d}] {s} {a}", NAMES, _leaf(), st.sampled_from([">=", "<="]), EXPR),
     st.builds(lambda n, d: f"spin {n}[{d}]", NAMES, _leaf()),
     st.builds(lambda n, e: f"let {n} = {e}", NAMES, EXPR),
     st.builds(

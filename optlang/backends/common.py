@@ -199,9 +199,9 @@ def cvx_domain_constraints(v: Variable, x: Any) -> list[Any]:
     if d.kind == "box":
         out = []
         if np.isfinite(d.lo):
-            out.append(x >= d.lo)
+            out.append(x >= d.lower)
         if np.isfinite(d.hi):
-            out.append(x <= d.hi)
+            out.append(x <= d.upper)
         return out
     if d.kind == "ball":
         return [cp.norm(cp.vec(x, order="C"), 2) <= d.radius]

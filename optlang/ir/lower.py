@@ -450,7 +450,7 @@ class Lowerer:
         name = self._declare(tok)
         try:
             shape = self._dims(dims) if dims is not None else ()
-            domain = self._domain(dom_tree) if dom_tree is not None else Domain()
+            domain = self._domain(dom_tree, shape) if dom_tree is not None else Domain()
             if domain.kind == "simplex" and not shape:
                 raise ModelError(
                     "a scalar cannot lie in a simplex",
@@ -500,17 +500,55 @@ class Lowerer:
             raise ShapeError(f"variables have at most two dimensions, got {len(out)}", Span.of(t.meta), code="E302")
         return tuple(out)
 
-    def _domain(self, t: Tree) -> Domain:
+    def _bound(self, t: Tree, shape: tuple[int, ...]) -> float | np.ndarray:
+        """A box bound: a number, or a constant array of the variable's shape (one bound per element)."""
+        v = self._const(t, "a bound")
+        if sp.issparse(v) or not isinstance(v, (int, float, np.ndarray, np.number)):
+            raise ShapeError("a bound must be a number or a constant array", Span.of(t.meta), code="E301")
+        arr = np.asarray(v, dtype=np.float64)
+        if np.any(np.isnan(arr)):
+            raise ModelError("a bound is NaN", Span.of(t.meta), code="E503")
+        if arr.ndim == 0:
+            return float(arr)
+        if arr.shape != shape:
+            raise ShapeError(
+                f"a bound of shape {_shape_text(arr.shape)} does not fit the variable's shape {_shape_text(shape)}",
+                Span.of(t.meta),
+                hint="give one bound per element, or a single number for all",
+                code="E301",
+            )
+        if np.all(arr == arr.flat[0]):  # the same bound everywhere: a scalar box
+            return float(arr.flat[0])
+        if np.any(np.isinf(arr)):
+            raise ModelError(
+                "a per-element bound must be finite in every element",
+                Span.of(t.meta),
+                hint="leave that side out (`>= lo`, `<= hi`), or give a finite bound",
+                code="E503",
+            )
+        return arr
+
+    def _domain(self, t: Tree, shape: tuple[int, ...] = ()) -> Domain:
         span = Span.of(t.meta)
         if t.data == "dom_box":
-            lo, hi = (self._const_float(c, "a bound") for c in t.children)
-            if lo > hi:
-                raise ModelError(f"empty domain: lower bound {lo:g} is above upper bound {hi:g}", span, code="E503")
-            return Domain("box", lo, hi)
+            lo, hi = (self._bound(c, shape) for c in t.children)
+            bad = np.asarray(lo) > np.asarray(hi)
+            if np.any(bad):
+                if np.ndim(bad) == 0:
+                    raise ModelError(f"empty domain: lower bound {lo:g} is above upper bound {hi:g}", span, code="E503")
+                i = np.unravel_index(int(np.argmax(bad)), shape)
+                at = ", ".join(map(str, i))
+                lo_i, hi_i = float(np.broadcast_to(lo, shape)[i]), float(np.broadcast_to(hi, shape)[i])
+                raise ModelError(
+                    f"empty domain: at element [{at}] the lower bound {lo_i:g} is above the upper bound {hi_i:g}",
+                    span,
+                    code="E503",
+                )
+            return Domain.box(lo, hi)
         if t.data == "dom_lower":
-            return Domain("box", self._const_float(t.children[0], "a bound"), np.inf)
+            return Domain.box(self._bound(t.children[0], shape), np.inf)
         if t.data == "dom_upper":
-            return Domain("box", -np.inf, self._const_float(t.children[0], "a bound"))
+            return Domain.box(-np.inf, self._bound(t.children[0], shape))
         if t.data == "dom_simplex":
             return Domain("simplex")
         if t.data == "dom_ball":
@@ -1437,3 +1475,10 @@ def estimate_bytes(atom: str, args: list[Node], typ: Type) -> float:
 
 
 __all__ = ["lower_source", "KEYWORDS"]
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    """vector[3], matrix[2, 3] or scalar, as the type errors write shapes."""
+    if not shape:
+        return "scalar"
+    return f"{'vector' if len(shape) == 1 else 'matrix'}[{', '.join(map(str, shape))}]"

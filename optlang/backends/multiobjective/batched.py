@@ -73,6 +73,8 @@ def cannot_batch(models: list[Any], backend: str | None) -> str | None:
     chosen = m.plan(backend).chosen
     if chosen != "paretom3":
         return f"the planned backend is {chosen}, not paretom3"
+    if m.compiled.rescaled:
+        return "per-element bounds (the batched functions take the model's variables as written)"
     problem = m.compiled.problem
     kinds = {v.domain.kind for v in problem.variables}
     if not kinds <= {"box", "free"}:
