@@ -11,6 +11,8 @@ Families (n = 2…8 variables, two objectives):
 - `zdt`: x ∈ [0, 1]ⁿ, f1 = x₀, g = 1 + 9·mean(x₁…) or 1 + ‖x₁… − c‖², f2 = g·(1 − √(f1/g)) or
   g·(1 − (f1/g)²); the Pareto set is x₁… = argmin g, x₀ ∈ [0, 1] (preferences that do not reward a
   weakly-Pareto point at f1 = 0 only: a target for f2 of at most 1).
+- `zdtabs` (not in the default mix; `--family zdtabs`): `zdt` with g = 1 + 9·mean|x₁… − c|, so the
+  Pareto set lies on the kinks of every |x_i − c_i| (ZDT1 with an L1 distance, as WFG's s_linear).
 Preferences: distance of F to a point, a weighted sum, a target for x (`seg`, `wquad`), a target for f1.
 The exact answer minimizes the preference over the Pareto set's parametrization (200 001-point grid,
 then a bounded scalar refinement). A run is a hit when its preference value is within 1e-4 (relative
@@ -150,16 +152,20 @@ def _draw(rnd: random.Random, family: str) -> Case:
         src = f"var x[{n}] in [-3, 3]\nminimize {{\n  f1: {e1}\n  f2: {e2}\n}}\nprefer {pref}\n"
         return Case(src, curve, F, phi, lambda x, curve=curve: _distance_to_curve(curve, x),
                     f"{family} n={n} {kind}")
-    # zdt
+    # zdt (zdtabs: g on the kinks of |x_i − c_i|)
     lin = rnd.random() < 0.5
     c = np.round(np.array([rnd.uniform(0.1, 0.9) for _ in range(n - 1)]), 2)
     g_src = "1 + 9 * mean(x[1:])" if lin else f"1 + sumsq(x[1:] - {_vec(c)})"
     g_min = np.zeros(n - 1) if lin else c
+    if family == "zdtabs":
+        lin, g_src, g_min = False, f"1 + 9 * mean(abs(x[1:] - {_vec(c)}))", c
     convex = rnd.random() < 0.5
     f2_src = "g * (1 - sqrt(x[0] / g))" if convex else "g * (1 - (x[0] / g)^2)"
 
-    def g_np(X: Vec, lin: bool = lin, c: Vec = c) -> Vec:
+    def g_np(X: Vec, lin: bool = lin, c: Vec = c, kinked: bool = family == "zdtabs") -> Vec:
         R = X[..., 1:]
+        if kinked:
+            return 1 + 9 * np.abs(R - c).mean(-1)
         return 1 + 9 * R.mean(-1) if lin else 1 + ((R - c) ** 2).sum(-1)
 
     def Fz(X: Vec, convex: bool = convex) -> tuple[Vec, Vec]:
@@ -174,7 +180,8 @@ def _draw(rnd: random.Random, family: str) -> Case:
     pref, phi, kind = _preference(rnd, n, ["dist", "lin", "f1"], r2_max=1.0)
     src = f"var x[{n}] in [0, 1]\nlet g = {g_src}\nminimize {{\n  f1: x[0]\n  f2: {f2_src}\n}}\nprefer {pref}\n"
     return Case(src, curve_z, Fz, phi, lambda x, g_min=g_min: float(np.linalg.norm(x[1:] - g_min)),
-                f"zdt n={n} {'lin' if lin else 'sq'} {'convex' if convex else 'concave'} {kind}")
+                f"zdt n={n} {'abs' if family == 'zdtabs' else 'lin' if lin else 'sq'} "
+                f"{'convex' if convex else 'concave'} {kind}")
 
 
 def _exact(case: Case) -> tuple[float, Vec]:

@@ -154,3 +154,101 @@ def test_matrix_elements_are_flat_in_c_order_and_free_variables_count() -> None:
     )
     found = [(n, i, round(v, 12) + 0.0) for n, i, v in _kinks(text)]
     assert found == [("X", 2, 0.0), ("X", 3, 0.2), ("X", 4, 0.2), ("X", 5, 0.2), ("z", 0, 3.0)]
+
+
+KINKED_PREFERENCE = """var x0 in [0, 1]
+var x1 in [0, 3]
+minimize {
+  f1: x0^2 + abs(x1 - 2)
+  f2: (x0 - 1)^2 + abs(x1 - 2)
+}
+prefer f1 + 3 * f2
+"""
+
+
+def test_the_polish_holds_a_coordinate_on_the_kink_its_pareto_set_lies_on() -> None:
+    """The Pareto set is x0 in [0, 1] on the kink x1 = 2; a free x1 there made the polish's Jacobian
+    singular (autograd's slope of |.| at 0 is 0) and the solve ended `iteration_limit` 2e-5 off."""
+    from optlang.backends.multiobjective.polish import polish
+
+    problem = optlang.parse(KINKED_PREFERENCE).compiled.problem
+    assert isinstance(problem, MultiObjectiveProblem)
+    for x1 in (2.0, 2.001):
+        p = polish(problem, {"x0": np.array(0.7), "x1": np.array(x1)})
+        assert p is not None and p.stationarity < 1e-9 and p.residual < 1e-12
+        assert float(p.values["x0"]) == pytest.approx(0.75, abs=1e-12) and float(p.values["x1"]) == 2.0
+    r = optlang.parse(KINKED_PREFERENCE).solve(seed=0)
+    assert r.status.value == "converged"
+    assert r.values["x0"] == pytest.approx(0.75, abs=1e-8) and r.values["x1"] == pytest.approx(2.0, abs=1e-12)
+
+
+def test_a_kink_is_held_only_where_the_pinned_weights_make_a_strict_v() -> None:
+    """|x1 - 2| in f1 against f2's pull to x1 = 2.5: x0 pins λ = (0.3, 0.7) and Σλ F's x1-slope just right of
+    the kink is 0.3 − 2.8 < 0, so the critical set leaves it and x1 must not be pinned. With f2 flat in x1
+    (Σλ's slopes ±0.3 at that λ) or |x1 − 2| in both objectives, it is held."""
+    from optlang.backends.common import FlatVariables
+    from optlang.backends.multiobjective.polish import _kinks_held
+
+    for f2, held in (("4 * (x1 - 2.5)^2", False), ("0 * x1", True), ("abs(x1 - 2)", True)):
+        text = KINKED_PREFERENCE.replace("abs(x1 - 2)\n}", f"{f2}\n}}")
+        problem = optlang.parse(text).compiled.problem
+        assert isinstance(problem, MultiObjectiveProblem)
+        fl = FlatVariables(problem.variables)
+        fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+
+        def jac(z: np.ndarray, fns: list = fns, fl: FlatVariables = fl) -> np.ndarray:
+            zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
+            return np.stack([torch.autograd.grad(f(fl.split(zt)).reshape(()), zt)[0].numpy() for f in fns])
+
+        mask, _ = _kinks_held(problem, fl, np.array([0.7, 2.0]), jac, np.array([1.0, 3.0]), 1e-8, np.zeros(2, bool))
+        assert mask.tolist() == [False, held]
+
+
+def test_a_kink_where_the_weights_are_loose_is_where_the_set_ends() -> None:
+    """One variable, f1 = |x|, f2 = (x − 1)²: the Pareto set is [0, 1]. At x = 0, λ = (1, 0) makes a strict V,
+    but no free coordinate pins λ and λ = (2/3, 1/3) zeroes the right slope: not held (the set goes on)."""
+    from optlang.backends.multiobjective.polish import _holds
+
+    assert not _holds(np.zeros((2, 0)), np.array([1.0, -2.0]), np.array([-1.0, -2.0]), 1e-8)
+    assert _holds(np.zeros((2, 0)), np.array([1.0, 2.0]), np.array([-1.0, -2.0]), 1e-8)
+
+
+ZDT1_L1 = """var x0 in [0, 1]
+var y[9] in [0, 1]
+let g = 1 + 9 * mean(abs(y - 0.5))
+minimize {
+  f1: x0
+  f2: g * (1 - sqrt(x0 / g))
+}
+prefer (f1 - 0.2)^2 + (f2 - 0.3)^2
+"""
+
+
+def test_the_neighbours_test_takes_no_dominated_neighbour() -> None:
+    """At x0 = 0.31526 (the answer is 0.31935) with y 1e-14 off the kinks of |y − 0.5|, an SLSQP neighbour
+    solve stopped at a dominated point (y 3e-3 off, higher φ) and the test passed: a false `converged`.
+    Only neighbour solves that meet their KKT test count now."""
+    from optlang.backends.multiobjective.neighbours import certify_neighbours
+
+    problem = optlang.parse(ZDT1_L1).compiled.problem
+    assert isinstance(problem, MultiObjectiveProblem)
+    y = 0.5 + np.array([5.8, -5.9, 6.7, 7.9, 3.7, -6.4, 2.1, -0.9, 4.7]) * 1e-15
+    cert = certify_neighbours(problem, {"x0": np.array(0.31526113460197236), "y": y})
+    assert cert is None or not cert.passed
+
+
+def test_a_preference_on_a_front_whose_set_lies_on_kinks_is_exact() -> None:
+    """ZDT1 with an L1 distance g: the polish holds the nine y on their kinks (x0 pins λ), so the answer is
+    certified where it is (before: a false `converged` 4e-3 off, then `iteration_limit` 5e-4 off)."""
+    from scipy.optimize import minimize_scalar
+
+    r = optlang.parse(ZDT1_L1).solve(seed=0)
+    exact = minimize_scalar(
+        lambda t: (t - 0.2) ** 2 + (1 - np.sqrt(t) - 0.3) ** 2,
+        bounds=(0, 1),
+        method="bounded",
+        options={"xatol": 1e-12},
+    ).x
+    assert r.status.value == "converged"
+    assert r.values["x0"] == pytest.approx(exact, abs=1e-7)
+    np.testing.assert_allclose(r.values["y"], 0.5, atol=1e-12)

@@ -113,10 +113,17 @@ def polish(
         big = idx[z0[idx] > 1e-3]
         nu_hat = float(np.median(g0[big])) if big.size else float(g0[idx].min())
         at_lo[idx] = (z0[idx] <= 1e-3) & (g0[idx] > nu_hat + 1e-9 * (1 + abs(nu_hat)))
+    # coordinates on a kink of the objectives (|x − c|) that every objective rises from on both sides (the
+    # critical set lies on the kink): fixed too. Left free, their row of ∇_free Σλ F is 0 = 0 (autograd's
+    # slope of |·| at 0), a singular Jacobian on which SLSQP stops at its first iteration.
+    kink_at, kink_h = _kinks_held(problem, fl, z0, jac_F, width, push, at_lo | at_hi)
     if keep_free is not None:
         at_lo &= ~keep_free
         at_hi &= ~keep_free
-    fixed = at_lo | at_hi
+        kink_at &= ~keep_free
+    at_lo &= ~kink_at
+    at_hi &= ~kink_at
+    fixed = at_lo | at_hi | kink_at
     z0 = np.where(at_lo, fl.lo, np.where(at_hi, fl.hi, z0))
     for gi in fl.groups:  # back onto the simplex after zeroing
         idx = np.flatnonzero(fl.grp == gi)
@@ -245,6 +252,13 @@ def polish(
     wrong = np.zeros(g_all.size)
     wrong[at_lo] = np.maximum(0.0, nu_of[at_lo] - g_all[at_lo])  # (a box's lower bound: ν = 0)
     wrong[at_hi] = np.maximum(0.0, g_all[at_hi])
+    if kink_at.any():  # each kink still held at the end (`_holds`), else its slopes' wrong signs count
+        zf = full(v)
+        J_end = jac_F(zf)
+        for k in np.flatnonzero(kink_at).tolist():
+            right, left = _one_sided(jac_F, zf, k, kink_h[k])
+            if not _holds(J_end[:, ~fixed], right, left, 0.0):
+                wrong[k] = max(float(np.maximum(0.0, -right).sum() + np.maximum(0.0, left).sum()), 2e-9 * scale)
     bad = wrong > 1e-9 * scale
     if bad.any() and retries > 0 and not (stop is not None and stop()):
         released = bad if keep_free is None else keep_free | bad
@@ -262,6 +276,70 @@ def polish(
     kinks = np.flatnonzero(on_lo & (np.abs(g_all[free] - nu_of[free]) <= 1e-7 * scale))
     stationarity = max(stationarity, _branch_descent(gphi, A, kinks))
     return Polished(values, lam, residual, stationarity, nit, count[0])
+
+
+def _one_sided(jac_F: Callable[[np.ndarray], np.ndarray], z: np.ndarray, j: int, h: float) -> tuple[np.ndarray, ...]:
+    """The objectives' slopes along coordinate j just right and just left of z (a kink's two sides)."""
+    e = np.zeros(z.size)
+    e[j] = h
+    return jac_F(z + e)[:, j], jac_F(z - e)[:, j]
+
+
+def _kinks_held(
+    problem: MultiObjectiveProblem,
+    fl: FlatVariables,
+    z: np.ndarray,
+    jac_F: Callable[[np.ndarray], np.ndarray],
+    width: np.ndarray,
+    push: float,
+    bound_fixed: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(mask, step) of the coordinates on or near one of their kinks (within 1e-3 of the width, as a bound)
+    that hold the Pareto-critical set there (`_holds`); they are moved onto the kink (z is changed in
+    place). `step` is the offset at which the kink's two sides are measured."""
+    near, step = np.zeros(z.size, bool), np.zeros(z.size)
+    start = dict(zip([v.name for v in fl.vars], np.cumsum([0, *fl.sizes[:-1]]).tolist(), strict=True))
+    size = dict(zip([v.name for v in fl.vars], fl.sizes, strict=True))
+    zk = z.copy()
+    for name, index, value in problem.kinks:
+        if name not in start or index >= size[name]:
+            continue
+        j = int(start[name]) + int(index)
+        if near[j] or abs(z[j] - value) > 1e-3 * width[j] or fl.grp[j] >= 0 or fl.bgrp[j] >= 0:
+            continue
+        h = 1e-7 * width[j]
+        if fl.lo[j] <= value - h and value + h <= fl.hi[j] and not bound_fixed[j]:
+            near[j], step[j], zk[j] = True, h, value
+    held = np.zeros(z.size, bool)
+    if not near.any():
+        return held, step
+    J = jac_F(zk)
+    for k in np.flatnonzero(near).tolist():
+        right, left = _one_sided(jac_F, zk, k, step[k])
+        held[k] = _holds(J[:, ~(near | bound_fixed)], right, left, push)
+    z[held] = zk[held]
+    return held, np.where(held, step, 0.0)
+
+
+def _holds(J_free: np.ndarray, right: np.ndarray, left: np.ndarray, push: float) -> bool:
+    """Whether a kink keeps the Pareto-critical set on it: no λ ∈ Δ that balances the other free
+    coordinates (J_free: the objectives' gradients there) zeroes Σλ's slope just off the kink.
+    Every objective rising on both sides is enough (slopes > push right, < −push left). Otherwise the
+    free coordinates must pin λ (rank m − 1: ZDT's f1 = x₀ is flat in the distance variables, but x₀
+    fixes λ) and Σλ̂'s slopes must be strict at that λ̂. A kink that an objective does not rise from
+    with λ left loose (|x| against (x − 1)², one variable) is where the set ends, not where it lies."""
+    if np.all(right > push) and np.all(left < -push):
+        return True
+    m = J_free.shape[0]
+    if J_free.shape[1] < m - 1 or m < 2:
+        return False
+    sv = np.linalg.svd(J_free, compute_uv=False)
+    if sv.size < m - 1 or sv[m - 2] <= 1e-6 * max(float(sv[0]), 1e-300):
+        return False
+    lam = _min_norm(J_free)
+    if not np.all(np.isfinite(lam)):
+        return False
+    return float(lam @ right) > push and float(lam @ left) < -push
 
 
 def _branch_descent(g: np.ndarray, A: np.ndarray, rows: np.ndarray) -> float:
