@@ -28,6 +28,8 @@ def cannot_batch(models: list[Any], backend: str | None) -> str | None:
     chosen = models[0].plan(backend).chosen
     if chosen != "sdbpg":
         return f"the planned backend is {chosen}, not sdbpg"
+    if models[0].compiled.rescaled:
+        return "per-element bounds (the batched functions take the model's variables as written)"
     return None
 
 

@@ -241,10 +241,10 @@ def classify(ir: ModelIR) -> Form:
         )
         raise err.with_source(ir.source)
     per_element = [v for n, v in ir.variables.items() if n in used and v.domain.elementwise]
-    if per_element and kind not in ("smooth", "multiobjective"):
+    if per_element and kind not in ("smooth", "multiobjective", "minimax", "bilevel"):
         raise ModelError(
-            f"per-element bounds on '{per_element[0].name}' are supported in smooth and multi-objective "
-            f"models, not in a {kind} model",
+            f"per-element bounds on '{per_element[0].name}' are supported in smooth, multi-objective, minimax "
+            f"and simple bilevel models, not in a {kind} model",
             per_element[0].span,
             hint="give one bound for every element, or bound the elements by constraints",
             code="E516",
@@ -557,7 +557,8 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
     if kind == "bilevel":
         assert obj.expr is not None
         lower = next(c for c in ir.constraints if c.sense == "argmin")
-        return Compiled(BilevelProblem(variables, torch_function(obj.expr), torch_function(lower.expr)), _identity)
+        upper_f, lower_f = _in_units(torch_function(obj.expr), maps), _in_units(torch_function(lower.expr), maps)
+        return Compiled(BilevelProblem(variables, upper_f, lower_f), to_user, rescaled=bool(maps))
     if kind == "general_bilevel":
         assert obj.expr is not None
         lower_c = next(c for c in ir.constraints if c.sense == "argmin")
@@ -578,7 +579,8 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         assert obj.expr is not None
         mins = tuple(v for v in variables if v.name not in obj.over)
         maxs = tuple(v for v in variables if v.name in obj.over)
-        return Compiled(MinimaxProblem(mins, maxs, torch_function(obj.expr)), _identity)
+        f = _in_units(torch_function(obj.expr), maps)
+        return Compiled(MinimaxProblem(mins, maxs, f), to_user, rescaled=bool(maps))
     if kind == "multiobjective":
         objs = tuple((name, _in_units(torch_function(e), maps)) for name, e in obj.entries)
         pref = _in_units(torch_function(obj.prefer), maps) if obj.prefer is not None else None

@@ -76,11 +76,34 @@ def test_a_preference_is_solved_and_reported_in_the_users_variables() -> None:
     assert "per-element" in (cannot_batch([optlang.parse(text)], None) or "")
 
 
+def test_a_minimax_model_with_per_element_bounds() -> None:
+    text = "param u = [2, 4]\nvar x[2] in [0, u]\nvar y in [0, 1]\nminimize max over y: sumsq(x - 3) * y - 0.1 * y^2\n"
+    r = optlang.parse(text).solve(seed=0)
+    assert r.status.value == "converged" and all(c.passed for c in r.checks)
+    np.testing.assert_allclose(r.values["x"], [2, 3], atol=1e-4)
+    assert r.values["y"] == pytest.approx(1.0)
+
+
+def test_a_simple_bilevel_model_with_per_element_bounds() -> None:
+    """Least norm among the minimizers of (x0 + x1 − 2)² in the box [-1, (3, 4, 5)]: (1, 1, 0)."""
+    text = (
+        "param u = [3, 4, 5]\nvar x[3] in [-1, u]\nminimize 0.5 * sumsq(x)\n"
+        "subject to { x in argmin 0.5 * (x[0] + x[1] - 2)^2 }\n"
+    )
+    r = optlang.parse(text).solve(seed=0)
+    assert r.status.value == "converged" and all(c.passed for c in r.checks)
+    np.testing.assert_allclose(r.values["x"], [1, 1, 0], atol=1e-3)
+
+
 def test_per_element_bounds_are_refused_where_no_wing_maps_them() -> None:
-    text = "param u = [2, 4]\nvar x[2] in [0, u]\nvar y in [0, 1]\nminimize max over y: sumsq(x - 3) * y\n"
+    """DRO: the robust objective's linear-residual structure is read from the model as written."""
+    text = (
+        "param X = randn(20, 3, seed = 1)\nparam yv = randn(20, seed = 2)\nparam u = [1, 2, 3]\n"
+        "var w[3] in [0, u]\nminimize robust mean((X @ w - yv)^2) within chi2(radius = 0.1)\n"
+    )
     with pytest.raises(ModelError) as e:
         optlang.parse(text)
-    assert e.value.code == "E516" and e.value.span.line == 2
+    assert e.value.code == "E516" and e.value.span.line == 4
 
 
 @pytest.mark.parametrize("backend", ["convex", "slsqp"])

@@ -51,7 +51,7 @@ def cannot_batch(models: list[Any], backend: str | None) -> str | None:
     planned = m.plan(backend if backend not in (None, "", "auto") else None).chosen
     if backend not in (None, "", "auto", planned) or planned not in ("adasgda", "gda"):
         return f"backend '{backend or planned}': the batched solver replaces adasgda / gda only"
-    if any(v.domain != "free" for v in m.form.variables):
+    if any(v.domain != "free" for v in m.form.variables):  # (per-element bounds are domains too)
         return "variables with domains (the batched nested L-BFGS has no projection)"
     if m.form.constraints:
         return "general constraints"

@@ -90,7 +90,7 @@ def certify_neighbours(
             )
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
 
-    last: dict[str, Any] = {}
+    last: dict[object, Any] = {}  # "key": the point's bytes; k: (f_k, ∇f_k) there
 
     def f_grad(k: int, x: np.ndarray) -> tuple[float, np.ndarray]:
         """f_k and its gradient at x; SLSQP asks for f₁, the caps' values and their Jacobians at the same
