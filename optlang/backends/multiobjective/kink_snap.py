@@ -84,12 +84,15 @@ class KinkWatch:
         sub.streak = {n: t[ti] for n, t in self.streak.items()}
         return sub
 
-    def snapped(self, X: dict[str, torch.Tensor], tol: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    def snapped(
+        self, X: dict[str, torch.Tensor], tol: float, everything: bool = False
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Copies of X with every element near one of its kinks moved onto the nearest, and the (B,)
         mask of the rows that moved. Near: within `tol` of the variable's step unit (box width, radius,
         or max(1, |x|∞)), within `_CIRCLE_REACH` of it for an element circling that kink, within
         `_CREEP_REACH` for one creeping toward it. Kinks outside the variable's box were dropped at
-        construction: the copies stay in their box."""
+        construction: the copies stay in their box. `everything`: every element onto its nearest kink,
+        however far (one candidate per row: all of its kinked coordinates taken at once)."""
         some = next(iter(X.values()))
         moved = torch.zeros(some.shape[0], dtype=torch.bool, device=some.device)
         out = {n: t.detach().clone() for n, t in X.items()}
@@ -99,7 +102,7 @@ class KinkWatch:
             reach = torch.full_like(d, tol * unit)
             reach = torch.where(self.crossings[n] >= _CIRCLING, max(tol, _CIRCLE_REACH) * unit, reach)
             reach = torch.where(self.streak[n] >= _CREEP_STEPS, max(tol, _CREEP_REACH) * unit, reach)
-            near = (d <= reach) & (d > 0)
+            near = ((d <= reach) | everything) & (d > 0)
             if not bool(near.any()):
                 continue
             d = torch.where(near, d, torch.full_like(d, float("inf")))
