@@ -276,18 +276,25 @@ class _Batch:
         return res[0].detach(), res[1].detach()
 
     def snap(
-        self, z: torch.Tensor, s: torch.Tensor, archive: Any, out: torch.Tensor, room: int, everything: bool = False
+        self,
+        z: torch.Tensor,
+        s: torch.Tensor,
+        archive: Any,
+        out: torch.Tensor,
+        room: int,
+        everything: bool = False,
+        rank: int | None = None,
     ) -> torch.Tensor:
         """Try the rows on the coordinate kinks near them (`kink_snap.snapped`, at most `room` rows, one
         evaluation each, archived); a row moves there when the snapped point is feasible and its
         achievement (with the exact penalty) is no worse. `out`: the rows' evaluation at their current
         points, returned with the moved rows' evaluations in place. `everything`: each row tries all of
-        its kinks at once, however far."""
+        its kinks at once, however far (with `rank`: each element's rank-th kink by value)."""
         from optlang.backends.multiobjective.common import archive_feasible
 
         if self.kinks is None or room <= 0:
             return out
-        Xs, moved = self.kinks.snapped(self.X, self.o.front_kink_snap, everything)
+        Xs, moved = self.kinks.snapped(self.X, self.o.front_kink_snap, everything, rank)
         rows = torch.nonzero(moved).flatten()[:room]
         if rows.numel() == 0:
             return out
@@ -774,6 +781,9 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         # that the line kinks of Σ|a_i − a_j| hold in their valley (WFG6: a_i all ≈ 0.25, 1/39 of a step
         # of progress per step) reach the front in one evaluation
         out = batch.snap(z, s, archive, out, budget - ev.count, everything=True)
+        if batch.kinks is not None:  # elements with several kinks: each rank in turn (at most three)
+            for rank in range(min(batch.kinks.kinks_per_element(), 3)) if batch.kinks.kinks_per_element() > 1 else ():
+                out = batch.snap(z, s, archive, out, budget - ev.count, everything=True, rank=rank)
         feasible = batch.feasible
     Fend = out[:, :m]
     z, s = _normalization(archive, Fend, None, ctx, feasible)

@@ -84,15 +84,33 @@ class KinkWatch:
         sub.streak = {n: t[ti] for n, t in self.streak.items()}
         return sub
 
+    def kinks_per_element(self) -> int:
+        """The most kinks any element has (s_decept's |y − A| ± B: three)."""
+        most = 0
+        for idx, _, _ in self.cols.values():
+            most = max(most, int(torch.bincount(idx).max()) if idx.numel() else 0)
+        return most
+
+    def _ranked(self, idx: torch.Tensor, val: torch.Tensor, rank: int) -> torch.Tensor:
+        """Mask of the columns that are their element's `rank`-th kink by value (its last when it has fewer)."""
+        keep = torch.zeros(idx.numel(), dtype=torch.bool, device=idx.device)
+        for e in torch.unique(idx).tolist():
+            cols = torch.nonzero(idx == e).flatten()
+            order = cols[torch.argsort(val[cols])]
+            keep[order[min(rank, order.numel() - 1)]] = True
+        return keep
+
     def snapped(
-        self, X: dict[str, torch.Tensor], tol: float, everything: bool = False
+        self, X: dict[str, torch.Tensor], tol: float, everything: bool = False, rank: int | None = None
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Copies of X with every element near one of its kinks moved onto the nearest, and the (B,)
         mask of the rows that moved. Near: within `tol` of the variable's step unit (box width, radius,
         or max(1, |x|∞)), within `_CIRCLE_REACH` of it for an element circling that kink, within
         `_CREEP_REACH` for one creeping toward it. Kinks outside the variable's box were dropped at
         construction: the copies stay in their box. `everything`: every element onto its nearest kink,
-        however far (one candidate per row: all of its kinked coordinates taken at once)."""
+        however far (one candidate per row: all of its kinked coordinates taken at once), or with `rank`
+        onto its rank-th kink by value (an element with several: s_decept's least value is the middle one
+        of three, never the nearest from afar)."""
         some = next(iter(X.values()))
         moved = torch.zeros(some.shape[0], dtype=torch.bool, device=some.device)
         out = {n: t.detach().clone() for n, t in X.items()}
@@ -103,6 +121,8 @@ class KinkWatch:
             reach = torch.where(self.crossings[n] >= _CIRCLING, max(tol, _CIRCLE_REACH) * unit, reach)
             reach = torch.where(self.streak[n] >= _CREEP_STEPS, max(tol, _CREEP_REACH) * unit, reach)
             near = ((d <= reach) | everything) & (d > 0)
+            if everything and rank is not None:
+                near &= self._ranked(idx, val, rank)[None]
             if not bool(near.any()):
                 continue
             d = torch.where(near, d, torch.full_like(d, float("inf")))
