@@ -512,7 +512,8 @@ class Lowerer:
             return float(arr)
         if arr.shape != shape:
             raise ShapeError(
-                f"a bound of shape {_shape_text(arr.shape)} does not fit the variable's shape {_shape_text(shape)}",
+                f"a bound of shape {Type(shape=arr.shape).describe()} does not fit the variable's shape "
+                f"{Type(shape=shape).describe()}",
                 Span.of(t.meta),
                 hint="give one bound per element, or a single number for all",
                 code="E301",
@@ -1475,10 +1476,3 @@ def estimate_bytes(atom: str, args: list[Node], typ: Type) -> float:
 
 
 __all__ = ["lower_source", "KEYWORDS"]
-
-
-def _shape_text(shape: tuple[int, ...]) -> str:
-    """vector[3], matrix[2, 3] or scalar, as the type errors write shapes."""
-    if not shape:
-        return "scalar"
-    return f"{'vector' if len(shape) == 1 else 'matrix'}[{', '.join(map(str, shape))}]"

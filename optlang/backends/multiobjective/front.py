@@ -781,9 +781,9 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         # that the line kinks of Σ|a_i − a_j| hold in their valley (WFG6: a_i all ≈ 0.25, 1/39 of a step
         # of progress per step) reach the front in one evaluation
         out = batch.snap(z, s, archive, out, budget - ev.count, everything=True)
-        if batch.kinks is not None:  # elements with several kinks: each rank in turn (at most three)
-            for rank in range(min(batch.kinks.kinks_per_element(), 3)) if batch.kinks.kinks_per_element() > 1 else ():
-                out = batch.snap(z, s, archive, out, budget - ev.count, everything=True, rank=rank)
+        most = batch.kinks.kinks_per_element() if batch.kinks is not None else 0
+        for rank in range(min(most, 3) if most > 1 else 0):  # elements with several kinks: each rank in turn
+            out = batch.snap(z, s, archive, out, budget - ev.count, everything=True, rank=rank)
         feasible = batch.feasible
     Fend = out[:, :m]
     z, s = _normalization(archive, Fend, None, ctx, feasible)

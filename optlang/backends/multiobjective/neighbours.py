@@ -90,19 +90,17 @@ def certify_neighbours(
             )
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
 
-    last: dict[object, Any] = {}  # "key": the point's bytes; k: (f_k, ∇f_k) there
+    seen: dict[tuple[int, bytes], tuple[float, np.ndarray]] = {}  # the current point's (f_k, ∇f_k)
 
     def f_grad(k: int, x: np.ndarray) -> tuple[float, np.ndarray]:
         """f_k and its gradient at x; SLSQP asks for f₁, the caps' values and their Jacobians at the same
-        point in separate calls, so the objectives are evaluated once per point (was 3× the time)."""
-        key = x.tobytes()
-        if last.get("key") != key:
-            last.clear()
-            last["key"] = key
-        if k not in last:
-            last[k] = weighted_value_grad(fns, fl, np.eye(m)[k], x)
-        out: tuple[float, np.ndarray] = last[k]
-        return out
+        point in separate calls, so each is evaluated once per point (was 3× the time)."""
+        key = (k, x.tobytes())
+        if key not in seen:
+            if len(seen) >= m:  # only the current point's are asked for again
+                seen.clear()
+            seen[key] = weighted_value_grad(fns, fl, np.eye(m)[k], x)
+        return seen[key]
 
     bounds = scipy_bounds(fl.lo, fl.hi)
     names = [n for n, _ in problem.objectives]
