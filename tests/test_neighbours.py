@@ -82,3 +82,29 @@ def test_a_dominated_point_in_a_thin_cone_is_refused_by_bensons_problem() -> Non
     off = {"x": np.array([1.1050935983657837, 0.290735125541687, -0.03187582641839981])}
     c = certify_neighbours(problem, off, seed=10)
     assert c is not None and not c.passed and "Benson" in c.detail
+
+
+def test_a_neighbour_that_dominates_the_point_refutes_it(monkeypatch) -> None:
+    """x* off the Pareto set, nearer a target in the dominated region than any Pareto point: its Pareto
+    neighbours all have a higher φ, but they dominate it. With the sampled steps and Benson's problem
+    silenced (on WFG7 both missed: 24 variables, kinks) the neighbours alone must refute it."""
+    import optlang.backends.multiobjective.neighbours as nb
+    import optlang.backends.multiobjective.pareto_local as pl
+
+    src = (
+        "var x[2] in [0, 1]\nminimize {\n  f1: x[0]^2 + x[1]^2\n  f2: (x[0] - 1)^2 + x[1]^2\n}\n"
+        "prefer (f1 - 0.5)^2 + (f2 - 0.5)^2\n"
+    )
+    problem = optlang.parse(src).compiled.problem
+    real_start = nb.sampled_start
+
+    def no_steps(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real_start(*args, **kwargs)
+        return (*out[:8], out[8][:0], out[9])
+
+    monkeypatch.setattr(nb, "sampled_start", no_steps)
+    monkeypatch.setattr(pl, "pareto_test", lambda model, z, seed: (True, 0.0, None))
+    off = certify_neighbours(problem, {"x": np.array([0.5, 0.3])})  # F = (0.34, 0.34), φ 0.0512 < 0.125
+    assert off is not None and not off.passed and "dominates the point" in off.detail
+    on = certify_neighbours(problem, {"x": np.array([0.5, 0.0])})  # the answer
+    assert on is not None and on.passed

@@ -14,7 +14,8 @@ does not vanish and the answer, though found to 1e-14, ended `iteration_limit`. 
   from x*, each constraint met to 0.1 % of ε): a neighbour of x* along the front in the direction d of
   objective space. Every neighbour found must have φ ≥ φ(x*) − rounding; a pattern with no neighbour
   at any ε (the front ends that way) is skipped; at least two patterns must give neighbours (else the
-  point is an end: end_test.py's case, and nothing is said).
+  point is an end: end_test.py's case, and nothing is said). A neighbour that dominates x* refutes it:
+  x* is then off the Pareto set, and its φ below its neighbours' is a dominated point's.
 
 The 2^(m−1) directions bracket every direction of descent of a smooth φ along an (m−1)-dimensional
 front (one of them makes an acute angle with it); with a kink, the sampled scales 1e-3 … 1e-6 are what is
@@ -131,6 +132,14 @@ def certify_neighbours(
                 continue
             if np.any(FP[1:] > caps + slack) or np.all(np.abs(FP - F0) <= rnd):
                 continue  # the cap is not met, or P did not move (the front ends in this direction)
+            if bool(np.all(FP <= F0 + rnd) and np.any(FP < F0 - rnd)):
+                # x* is off the Pareto set by more than a step of `sampled` found (distance variables
+                # 2e-3 off the kinks of WFG7's s_linear, with the position variables' bias depending
+                # on them: no one-coordinate step dominated, and Benson's SLSQP stopped at the kinks);
+                # its lower φ than every neighbour's is then that of a dominated point
+                sign = "".join("+" if s > 0 else "−" for s in d)
+                why = f"a Pareto neighbour ({sign} in {', '.join(names[1:])} by {eps_rel:g}) dominates the point"
+                return EndCertificate(values, False, calls, why)
             calls += 2 * P.size
             if _dominated_by_a_step(P, FP, ev, width, fl, inside):
                 continue  # SLSQP stopped off the Pareto set: its φ says nothing of the true neighbour's
