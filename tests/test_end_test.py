@@ -45,14 +45,16 @@ def test_the_end_test_refuses_an_end_where_phi_falls_along_the_front() -> None:
 
 
 def test_a_degenerate_end_is_certified() -> None:
-    """f1 = (weighted squared distance)² has a degenerate minimum at its centre, the preferred end."""
+    """f1 = (weighted squared distance)² has a degenerate minimum at its centre, the preferred end. Its
+    quartic flatness (f1 ~ 1e-23 at 2e-6 from the centre) leaves x resolved to a few 1e-6 by the certifying
+    start (the coarse front's 40 rays give a start 1.9e-6 off; its 16 rays gave the centre)."""
     src = (
         "var x[2] in [-3, 3]\nminimize {\n  f1: (sum([1.22, 2.60] * (x - [0.26, 0.64])^2))^2\n"
         "  f2: log(1 + sum([0.37, 0.61] * (x - [-0.50, 1.28])^2))\n}\nprefer sumsq(x - [1.07, 0.05])\n"
     )
     res = optlang.parse(src).solve(seed=16)
     x = np.asarray(res.values["x"], dtype=np.float64)
-    assert res.status.value == "converged" and np.linalg.norm(x - [0.26, 0.64]) < 1e-6
+    assert res.status.value == "converged" and np.linalg.norm(x - [0.26, 0.64]) < 1e-5
     assert res.info["returned"].startswith("certified by the end test")
 
 

@@ -40,6 +40,18 @@ def test_a_weighted_sum_on_a_concave_front_goes_to_the_better_end() -> None:
     }
 
 
+def test_a_scan_point_on_the_front_below_the_answer_replaces_it() -> None:
+    """Without the polish, the loop ends at the end f1 = 0 (φ 1.5; its own test calls it converged) and no
+    scan point restarts a polish. The scan's point at f1 = 1 (φ 1), on the front by the merit test, is
+    clearly lower: it is returned, uncertified (on WFG2 a second loop's certified local minimum, φ 3.23,
+    had stood against scan points near the least, 2)."""
+    res = optlang.parse(CONCAVE).solve(seed=0, options={"polish": False})
+    x = np.asarray(res.values["x"], dtype=np.float64)
+    assert res.status.value != "converged"
+    assert _phi_concave(x) < 1.0 + 1e-3 and "clearly below the answer's 1.5" in res.info["scan"]
+    assert res.info["returned"].startswith("the coarse front's point of least φ on the front")
+
+
 def test_a_point_snapped_to_a_bound_is_not_the_answer() -> None:
     """f1 + 0.06 f2 on ZDT1's front: φ(f1) = f1 + 0.06(1 − √f1) is least at f1 = 0.0009 and decreasing
     at f1 = 0 (slope −∞). The loop's polish fixed x₀ on its bound (within 1e-3 of it) and certified
