@@ -897,7 +897,7 @@ class ParetoM3(Backend):
                 # a region counts when its point, moved onto the front by the merit's ascent (at most three
                 # times the point that dominates it most), is still lower: stage 0's rays that have not
                 # converged (3 objectives) leave points off the front with a lower φ
-                start, on_front = toward_front(start)
+                start, on_front, _, _ = toward_front(start)
                 phi_on = float(preference.value(start))
                 clearly_lower = on_front and clearly_below(phi_on, current)
             if not (clearly_lower or answer_bad) or ctx.should_stop():
@@ -945,12 +945,9 @@ class ParetoM3(Backend):
             F_standing = np.array([float(f.value(standing)) for _, f in problem.objectives])
             order = [int(i) for i in np.argsort(found.phi) if clearly_below(float(found.phi[i]), current)]
             for i in order[:3]:
-                point, on_front = toward_front(found.point(i))
+                point, on_front, u_p_, F_p = toward_front(found.point(i))
                 phi_p = float(preference.value(point))
-                if not (on_front and clearly_below(phi_p, current)):
-                    continue
-                passed, u_p_, F_p = merit_of(point)
-                if not (passed and found.apart(F_p, F_standing)):
+                if not (on_front and clearly_below(phi_p, current) and found.apart(F_p, F_standing)):
                     continue
                 # near a degenerate end ((·)² of a squared distance) a point 0.07 off the Pareto set passes
                 # the merit test with a φ (a target for x) 0.26 lower: Benson's local Pareto test decides
@@ -1034,15 +1031,17 @@ class ParetoM3(Backend):
             polished.update(before)
             return None
 
-        def toward_front(values: dict[str, np.ndarray], times: int = 3) -> tuple[dict[str, np.ndarray], bool]:
+        def toward_front(
+            values: dict[str, np.ndarray], times: int = 3
+        ) -> tuple[dict[str, np.ndarray], bool, float, np.ndarray]:
             """`values`, or the point that dominates it most (the merit's ascent), repeated until the merit
-            test passes, at most `times` moves: (the point, whether it passed)."""
+            test passes, at most `times` moves: (the point, whether it passed, its merit u and F)."""
             for _ in range(times + 1):
-                passed, _, _, y = merit_and_ascent(values)
+                passed, u, F_v, y = merit_and_ascent(values)
                 if passed:
-                    return values, True
+                    return values, True, u, F_v
                 values = y
-            return values, False
+            return values, False, u, F_v
 
         def merit_and_ascent(
             values: dict[str, np.ndarray],
