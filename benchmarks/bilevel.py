@@ -1,6 +1,7 @@
 """Benchmark of the simple-bilevel backends: sdbpg (three variants), plain dynamic barrier, penalty.
 
-Problems: min-norm least squares (x* = A⁺b) at 200×500 and 1000×5000, and a stochastic
+Problems: min-norm least squares (x* = A⁺b) at 200×500 and 1000×5000, the same on a box (x ≥ 0; and
+−0.1 ≤ x ≤ 0.1 with a shifted upper level, so that many bounds are active; x* by cvxpy), and a stochastic
 over-parameterized regression with 10⁵ samples (g = mean over samples, estimated by minibatches),
 with realizable targets (`reg`: minibatch noise vanishes on the lower-level solution set) and with
 noisy targets (`regn`, σ = 0.1: it does not). For each method: wall time and gradient evaluations
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from optlang.backends.base import RunContext  # noqa: E402
 from optlang.backends.bilevel.penalty import Penalty  # noqa: E402
 from optlang.backends.bilevel.sdbpg import SDBPG  # noqa: E402
-from optlang.problem import BilevelProblem, TorchFunction, Variable  # noqa: E402
+from optlang.problem import BilevelProblem, Domain, TorchFunction, Variable  # noqa: E402
 
 SHARED_DATA = Path(os.environ.get("OPTLANG_SHARED_DATA", ROOT.parent / "shared" / "data"))
 TARGET = 1e-3
@@ -58,6 +59,37 @@ def minnorm_problem(m: int, n: int, seed: int = 1) -> tuple[BilevelProblem, np.n
     lower = TorchFunction(build_lower, source="0.5*sumsq(A@x-b)")
     g_star = 0.0 if m < n else 0.5 * float(np.sum((A @ x_star - b) ** 2))
     return BilevelProblem((Variable("x", (n,)),), upper, lower, lower_optimum=g_star), x_star
+
+
+def box_problem(m: int, n: int, lo: float, hi: float, shift: float, seed: int = 3) -> tuple[BilevelProblem, np.ndarray]:
+    """min ½‖x − shift·c‖² s.t. x ∈ argmin ½‖Ax − b‖² over the box [lo, hi] (b = A z, z in the box, so the
+    lower level's minimizers are {Ax = b} ∩ box); x* by cvxpy (Clarabel) in float64. Many bounds are active."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((m, n))
+    z = rng.uniform(max(lo, -1.0), min(hi, 1.0), n)
+    b = A @ z
+    c = shift * rng.standard_normal(n)
+    xv = cp.Variable(n)
+    cons = [A @ xv == b] + ([xv >= lo] if np.isfinite(lo) else []) + ([xv <= hi] if np.isfinite(hi) else [])
+    cp.Problem(cp.Minimize(cp.sum_squares(xv - c)), cons).solve(solver=cp.CLARABEL)
+    x_star = np.asarray(xv.value, dtype=np.float64)
+
+    def build_lower(device: Any, dtype: Any) -> Any:
+        At = torch.as_tensor(A, dtype=dtype, device=device)
+        bt = torch.as_tensor(b, dtype=dtype, device=device)
+        return lambda v, batch=None: 0.5 * torch.sum((At @ v["x"] - bt) ** 2)
+
+    def build_upper(device: Any, dtype: Any) -> Any:
+        ct = torch.as_tensor(c, dtype=dtype, device=device)
+        return lambda v, batch=None: 0.5 * torch.sum((v["x"] - ct) ** 2)
+
+    var = Variable("x", (n,), Domain("box", lo, hi))
+    upper = TorchFunction(build_upper, source="0.5*sumsq(x-c)")
+    return BilevelProblem(
+        (var,), upper, TorchFunction(build_lower, source="0.5*sumsq(A@x-b)"), lower_optimum=0.0
+    ), x_star
 
 
 def regression_problem(N: int, d: int, r: int, seed: int = 2, noise: float = 0.0) -> tuple[BilevelProblem, np.ndarray]:
@@ -194,7 +226,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller time limits (a few minutes in all)")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per method and problem")
-    ap.add_argument("--only", default="", help="problem keys: ls200,ls1000,reg,regn (default); h1,h2,h1n,h2n")
+    ap.add_argument("--only", default="", help="problem keys: ls200,ls1000,nn,box,reg,regn (default); h1,h2,h1n,h2n")
     ap.add_argument("--methods", default="", help="comma-separated subset of: " + ", ".join(METHODS))
     ap.add_argument("--set", default="{}", help="JSON object of options for every method run")
     args = ap.parse_args()
@@ -204,6 +236,16 @@ def main() -> None:
     problems = {
         "ls200": ("min-norm LS 200×500", lambda: minnorm_problem(200, 500), {}),
         "ls1000": ("min-norm LS 1000×5000", lambda: minnorm_problem(1000, 5000), {}),
+        "nn": (
+            "least norm on {Ax = b, x ≥ 0}, 100×300 (box; x* by cvxpy)",
+            lambda: box_problem(100, 300, 0.0, np.inf, 0.0),
+            {},
+        ),
+        "box": (
+            "closest to c on {Ax = b, −0.1 ≤ x ≤ 0.1}, 100×300 (both bounds active; x* by cvxpy)",
+            lambda: box_problem(100, 300, -0.1, 0.1, 1.0),
+            {},
+        ),
         "reg": (
             "stochastic regression, 10⁵ samples, d = 100 (rank 50), minibatch 1000",
             lambda: regression_problem(100_000, 100, 50),
@@ -225,7 +267,7 @@ def main() -> None:
                 ),
                 {},
             )
-    keys = [k for k in args.only.split(",") if k] or ["ls200", "ls1000", "reg", "regn"]
+    keys = [k for k in args.only.split(",") if k] or ["ls200", "ls1000", "nn", "box", "reg", "regn"]
     overrides = json.loads(args.set)
     print(
         f"# bilevel benchmark (target ‖x − x*‖/‖x*‖ ≤ {TARGET:g}; {limit:g} s per run; torch "

@@ -173,9 +173,51 @@ def test_box_domain_against_cvxpy() -> None:
     )
     r = solve(SDBPG(), prob, max_iter=1500)
     assert r.values["x"].min() >= 0.0
-    assert r.status in (Status.CONVERGED, Status.ITERATION_LIMIT)
-    assert rel_err(r.values["x"], x_star) < 0.1  # projected steps converge slowly: see docs
-    assert r.info["lower_gap"] < 0.1 * prob.lower.value({"x": np.zeros(n)})
+    # λ from the coordinates that move: before, the held ones set it and the run stalled 1e-2–5e-2 off
+    assert r.status == Status.CONVERGED, r.info.get("note")
+    assert rel_err(r.values["x"], x_star) < 2e-3
+    assert r.checks["kkt"][0] and r.checks["lower_stationary"][0]
+    assert r.info["lower_gap"] < 1e-3 * prob.lower.value({"x": np.zeros(n)})
+
+
+BOX_ONE_ACTIVE = """var x[3] in [-1, [0.5, 4, 4]]
+minimize sumsq(x)
+subject to { x in argmin (x[0] + x[1] - 2)^2 }
+"""
+
+
+@pytest.mark.parametrize("backend", ["sdbpg", "penalty"])
+def test_active_bound_on_one_element(backend: str) -> None:
+    """Least norm on x₀ + x₁ = 2 with x₀ ≤ 0.5: (0.5, 1.5, 0). The step pushes x₀ against its bound; with
+    λ set from all coordinates the barrier asked g for progress in x₀ that the projection took away and
+    sdbpg ended `iteration_limit` at x₁ = 1.42 after 100 000 steps (the KKT check failing)."""
+    import optlang
+
+    r = optlang.parse(BOX_ONE_ACTIVE).solve(seed=0, backend=backend)
+    assert r.status.value == "converged" and all(c.passed for c in r.checks)
+    assert np.allclose(r.values["x"], [0.5, 1.5, 0.0], atol=1e-3)
+
+
+def test_certificate_at_an_exact_answer_where_the_lower_gradient_vanishes() -> None:
+    """At the exact answer g = 0 and ∇g = 0: λ̂ is 0 and ∇f alone is the residual (a false alarm on a right
+    answer). Multipliers on the range of ∇²g certify it; a lower-level minimizer that is not the answer
+    still fails, and so does a point off the lower level's minimizers."""
+    import optlang
+    from optlang.backends.bilevel.oracle import FlatVars, certificate
+
+    text = "var x[3] in [-1, 0.5]\nminimize (x[0] - 2)^2 + sumsq(x[1:])\nsubject to { x in argmin (x[0] + x[1])^2 }\n"
+    prob = optlang.parse(text).compiled.problem
+    assert isinstance(prob, BilevelProblem)
+    flat = FlatVars(prob.variables)
+
+    def checks_at(x: list[float]) -> dict[str, tuple[bool, str]]:
+        return certificate(prob, flat, {"x": np.asarray(x)}, 1e-4, 1e-4, 1.0)[1]
+
+    at_answer = checks_at([0.5, -0.5, 0.0])  # x₀ held at its bound, ∇f + ∇²g·w = (−3 + w, −1 + w): w = 1
+    assert at_answer["kkt"][0] and at_answer["lower_stationary"][0] and "range of ∇²g" in at_answer["kkt"][1]
+    other_minimizer = checks_at([0.3, -0.3, 0.0])
+    assert other_minimizer["lower_stationary"][0] and not other_minimizer["kkt"][0]
+    assert not checks_at([0.5, -0.3, 0.0])["lower_stationary"][0]
 
 
 def test_stochastic_sample_axis_minibatches() -> None:

@@ -42,6 +42,27 @@ def test_upper_param_sweep_equals_single_solves_and_the_closed_form() -> None:
         assert np.allclose(r.values["x"], closed_form(m, lam, 1.0), atol=5e-3)
 
 
+BOX_ACTIVE = """param p = 0
+var x[3] in [-1, 0.5]
+minimize (x[0] - 2)^2 + x[1]^2 + x[2]^2
+subject to { x in argmin (x[0] + x[1] - p)^2 }
+"""
+
+
+def test_box_sweep_with_an_active_bound_equals_single_solves_and_the_answer() -> None:
+    """x₀ held at its bound 0.5 on x₀ + x₁ = p: x = (0.5, p − 0.5, 0); the batched rows take λ from the
+    coordinates that move, as the single solve does, and converge to it."""
+    ps = [0.0, 0.4]
+    sw = optlang.parse(BOX_ACTIVE).sweep({"p": ps})
+    assert sw.batched
+    for p, r in zip(ps, sw.results, strict=True):
+        assert r.status.value == "converged" and all(c.passed for c in r.checks)
+        single = optlang.parse(BOX_ACTIVE, params={"p": p}).solve(seed=0, dtype="float64")
+        assert single.status.value == "converged" and r.iterations == single.iterations
+        assert np.allclose(r.values["x"], single.values["x"], atol=1e-8)
+        assert np.allclose(r.values["x"], [0.5, p - 0.5, 0.0], atol=1e-3)
+
+
 def test_lower_param_sweep_with_domains_equals_single_solves_at_the_same_budget() -> None:
     text = MINNORM.replace("var x[12]", "var x[12] in [-1.5, 1.5]")
     m = optlang.parse(text)

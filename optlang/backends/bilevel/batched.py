@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RawSolution, RunContext, Status
-from optlang.backends.bilevel.oracle import BLOWUP, FLOOR_CAP, FlatVars, auto_batch, certificate, make_generator
+from optlang.backends.bilevel.oracle import (
+    BLOWUP,
+    FLOOR_CAP,
+    FlatVars,
+    auto_batch,
+    certificate,
+    kkt_multiplier,
+    make_generator,
+    outward,
+)
 from optlang.backends.bilevel.sdbpg import SDBPGOptions, validate
 from optlang.backends.common import project
 from optlang.lazy import lazy_module
@@ -127,6 +136,35 @@ class _Projector:
         return z
 
 
+def _multiplier_rows(
+    F: torch.Tensor,
+    gg: torch.Tensor,
+    keep: torch.Tensor | None,
+    alpha: np.ndarray,
+    level: np.ndarray,
+    o: SDBPGOptions,
+    avg: np.ndarray | None,
+    avg_set: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sdbpg's λ per row from the coordinates that move (keep; None: all): (λ, ‖F‖², the scalars
+    ‖∇g‖², ⟨F, ∇g⟩, φ after smoothing with the rows' EMAs `avg`, for the caller to store)."""
+    Fk, gk = (F, gg) if keep is None else (F * keep, gg * keep)
+    ng2, nf2, inner = (
+        t.detach().to("cpu", torch.float64).numpy() for t in ((gk * gk).sum(1), (Fk * Fk).sum(1), (Fk * gk).sum(1))
+    )
+    phi = alpha * ng2
+    rho = np.maximum(np.maximum(alpha, 1e-12) * nf2 / level**3, o.rho_min) if o.perturbation else np.zeros_like(ng2)
+    mixed = np.stack([ng2, inner, phi], 1)
+    if avg is not None:
+        s_ = max(o.lam_smoothing, 0.0)
+        mixed = np.where(avg_set[:, None], (1 - s_) * avg + s_ * mixed, mixed)
+    den = mixed[:, 0] + rho
+    den = np.where(den <= 0.0, 1e-30 * np.maximum(nf2, 1e-30), den)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.maximum((mixed[:, 2] - mixed[:, 1]) / den, 0.0)
+    return lam, nf2, mixed
+
+
 def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions, ctx: RunContext) -> list[RawSolution]:
     """SDBPG on every problem at once (in ctx.dtype; the sweep uses float64); one RawSolution per
     problem, each with sdbpg's float64 certificate of its own problem. Every row is stepped each
@@ -140,6 +178,7 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
     B = len(problems)
     flat = FlatVars(problems[0].variables)
     proj = _Projector(flat)
+    limits = flat.limits(dt, dev)
     x0 = flat.initial(ctx).to(dt)
     if flat.needs_projection:
         flat.project_(x0)
@@ -207,8 +246,11 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
             notes[b] = note.replace("{t}", str(int(t[b])))
         done[mask] = True
 
+    def pgrad_rows(z: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.vector_norm(z - proj(z - g), dim=1) if flat.needs_projection else g.norm(dim=1)
+
     def pgrad_norm(z: torch.Tensor, g: torch.Tensor) -> np.ndarray:
-        return N(torch.linalg.vector_norm(z - proj(z - g), dim=1) if flat.needs_projection else g.norm(dim=1))
+        return N(pgrad_rows(z, g))
 
     while True:
         if ctx.should_stop():
@@ -231,25 +273,23 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
         pr = o.variant in ("pr", "vr")
         mu = o.pr_mu / (1.0 + tf / o.pr_tau) ** o.pr_power if pr else np.zeros(B)
         F = gf + T(mu) * gg if pr else gf
-        ng2 = N((gg * gg).sum(1))
-        nf2 = N((F * F).sum(1))
-        inner = N((F * gg).sum(1))
         level = lam0 * (1.0 + tf / o.rho_tau) ** o.rho_power if o.rho_rule == "power" else Lam
         alpha = o.alpha * level / lam0 if o.alpha_rule == "level" else np.full(B, o.alpha)
-        phi = alpha * ng2
-        rho = np.maximum(np.maximum(alpha, 1e-12) * nf2 / level**3, o.rho_min) if o.perturbation else np.zeros(B)
+
+        # sdbpg's face rule: box coordinates the step pushes against their bound do not set λ
+        mask = outward(y, gg, limits) if limits is not None else None
+        for _ in range(3):
+            keep = None if mask is None or not bool(mask.any()) else ~mask
+            lam, nf2, mixed = _multiplier_rows(F, gg, keep, alpha, level, o, avg if smoothing > 0 else None, avg_set)
+            if mask is None or limits is None:
+                break
+            new_mask = outward(y, F + T(np.nan_to_num(lam)) * gg, limits)
+            if torch.equal(new_mask, mask):
+                break
+            mask = new_mask
         if smoothing > 0:
-            new = np.stack([ng2, inner, phi], 1)
-            mixed = np.where(avg_set[:, None], (1 - smoothing) * avg + smoothing * new, new)
             avg = np.where(act[:, None], mixed, avg)
             avg_set |= act
-            ng2_, inner_, phi_ = avg[:, 0], avg[:, 1], avg[:, 2]
-        else:
-            ng2_, inner_, phi_ = ng2, inner, phi
-        den = ng2_ + rho
-        den = np.where(den <= 0.0, 1e-30 * np.maximum(nf2, 1e-30), den)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lam = np.maximum((phi_ - inner_) / den, 0.0)
         lam_bad = act & ~np.isfinite(lam)
         lam = np.where(lam_bad, 0.0, lam)
         lam_max = np.where(act, np.maximum(lam_max, lam), lam_max)
@@ -288,7 +328,8 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
         x = torch.where(gcol, x_new, x)
         t = np.where(go, t + 1, t)
         # the stall test (oracle.StallTest, one window per row)
-        r2 = N((d * d).sum(1)) / np.maximum(nf2, 1e-60)
+        moving = d if limits is None else d * ~outward(y, d, limits)  # a held coordinate's part never vanishes
+        r2 = N((moving * moving).sum(1)) / np.maximum(nf2, 1e-60)
         slot = wpos % WINDOW
         window[rows, slot] = np.where(go, r2, window[rows, slot])
         wpos = np.where(go, wpos + 1, wpos)
@@ -321,10 +362,8 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
             mf, mgf, mg, mgg = _grads(levels, x)
             finite_rows = N(torch.isfinite(mf) & torch.isfinite(mg)).astype(bool)
             pg_g = pgrad_norm(x, mgg)
-            n2 = N((mgg * mgg).sum(1))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lam_hat = np.where(n2 > 0, np.maximum(-N((mgf * mgg).sum(1)) / np.where(n2 > 0, n2, 1.0), 0.0), 0.0)
-            kkt = pgrad_norm(x, mgf + T(lam_hat) * mgg)
+            lam_t, kkt_t = kkt_multiplier(x, mgf, mgg, limits, pgrad_rows)
+            lam_hat, kkt = N(lam_t), N(kkt_t)
             scale = np.maximum(N(mgf.norm(dim=1)), 1.0)
             nx = np.maximum(N(x.norm(dim=1)), 1e-30)
             floor = np.minimum(2.0 * eps * (Lf + lam_hat * Lg) * nx, FLOOR_CAP * scale)

@@ -17,11 +17,14 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.bilevel.oracle import (
     BLOWUP,
     FLOOR_CAP,
+    LOWER_AT_MIN,
+    MONITOR_CURVATURE_DIM,
     FlatVars,
     Oracle,
     StallTest,
     Tracer,
     certificate,
+    kkt_test,
     lipschitz,
     make_generator,
     oracle_info,
@@ -267,19 +270,27 @@ class _PenaltyRun:
                 if flat.needs_projection
                 else float(torch.linalg.vector_norm(gg))
             )
-            n2 = float(gg @ gg)
-            lam = max(0.0, -float(gf @ gg) / n2) if n2 > 0 else 0.0
-            step = gf + lam * gg
-            kkt = (
-                float(torch.linalg.vector_norm(x - flat.project_(x - step)))
-                if flat.needs_projection
-                else float(torch.linalg.vector_norm(step))
-            )
             eps = float(torch.finfo(self.ctx.dtype).eps)
             scale = max(1.0, float(torch.linalg.vector_norm(gf)))
-            floor = min(2.0 * eps * (self.Lf + lam * self.Lg) * float(torch.linalg.vector_norm(x)), FLOOR_CAP * scale)
-            ok_f = kkt <= max(self.tol * max(1.0, float(torch.linalg.vector_norm(gf))), floor)
-        self.lower_ok = pg <= self.o.tol_g * max(1.0, self.g0_norm)
+            nx = float(torch.linalg.vector_norm(x))
+        ok_g = pg <= self.o.tol_g * max(1.0, self.g0_norm)
+
+        def tol_at(lam: float) -> float:
+            return max(self.tol * scale, min(2.0 * eps * (self.Lf + lam * self.Lg) * nx, FLOOR_CAP * scale))
+
+        subset = self.eval_g
+        lam, kkt, _ = kkt_test(
+            flat,
+            x,
+            gf,
+            gg,
+            lambda z: self.og.fn(flat.unpack(z), subset),
+            tol_at,
+            pg <= LOWER_AT_MIN * self.o.tol_g * max(1.0, self.g0_norm),
+            MONITOR_CURVATURE_DIM,
+        )
+        ok_f = kkt <= tol_at(lam)
+        self.lower_ok = ok_g
         return self.lower_ok and ok_f
 
     def _finish(self, x: torch.Tensor, status: Status, note: str = "") -> RawSolution:

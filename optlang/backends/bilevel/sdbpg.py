@@ -19,14 +19,18 @@ from optlang.backends.base import Backend, RawSolution, RunContext, Status
 from optlang.backends.bilevel.oracle import (
     BLOWUP,
     FLOOR_CAP,
+    LOWER_AT_MIN,
+    MONITOR_CURVATURE_DIM,
     FlatVars,
     Oracle,
     StallTest,
     Tracer,
     certificate,
+    kkt_test,
     lipschitz,
     make_generator,
     oracle_info,
+    outward,
     refuse_bilevel,
 )
 from optlang.backends.common import check_range_or_auto, finite
@@ -160,9 +164,12 @@ def validate(o: SDBPGOptions) -> None:
 class _Run(Step):
     """One SDBPG solve: state, the loop, and the RawSolution it ends with."""
 
+    avg: list[float] | None  # EMAs of ‖∇g‖², ⟨F, ∇g⟩, φ (lam_smoothing)
+
     def __init__(self, problem: BilevelProblem, o: SDBPGOptions, ctx: RunContext) -> None:
         self.p, self.o, self.ctx = problem, o, ctx
         self.flat = FlatVars(problem.variables)
+        self.limits = self.flat.limits(ctx.dtype, ctx.device)
         self.gen_f = make_generator(ctx, 1)
         self.gen_g = make_generator(ctx, 2)
         self.of = Oracle(problem.upper, self.flat, ctx, o.batch_f, self.gen_f)
@@ -206,6 +213,22 @@ class _Run(Step):
         lam_t = self.lam_level(t)
         a = max(self.alpha(), 1e-12)
         return max(self.o.rho_min, a * nf2 / lam_t**3)
+
+    def _multiplier(self, t: int, ng2: float, nf2: float, inner: float, phi: float, commit: bool = False) -> float:
+        """λ = max(0, (φ − ⟨F, ∇g⟩)/(‖∇g‖² + ρ_t)), from EMAs of the scalars when smoothing (stored if commit)."""
+        if self.smoothing > 0:
+            # averaged estimates of ‖∇g‖² and ⟨∇F, ∇g⟩: a ratio of noisy minibatch numbers is biased,
+            # and a λ that jumps every step makes each step minimize a different function
+            s_ = self.smoothing
+            new = (ng2, inner, phi)
+            avg = list(new) if self.avg is None else [(1 - s_) * a + s_ * b for a, b in zip(self.avg, new, strict=True)]
+            if commit:
+                self.avg = avg
+            ng2, inner, phi = avg
+        den = ng2 + self.rho(t, nf2)
+        if den <= 0.0:  # only an unperturbed split estimate can get here: the barrier is undefined
+            den = 1e-30 * max(nf2, 1e-30)
+        return max(0.0, (phi - inner) / den)
 
     def alpha(self) -> float:
         """Barrier strength: with minibatch noise the steps rest near λ ≈ O(α), so α follows Λ there."""
@@ -261,7 +284,7 @@ class _Run(Step):
         self.m_f: torch.Tensor | None = None
         self.m_g: torch.Tensor | None = None
         self.lam_max, self.lam = 0.0, 0.0
-        self.avg: list[float] | None = None
+        self.avg = None
         self.stall = StallTest(o.stall_ratio, self.patience, self.min_phase)
         self.lam_ema = 0.0
         self.next_check = 0  # fresh lower-level tests before raising Λ: at most one per report_every steps
@@ -298,7 +321,6 @@ class _Run(Step):
             # two independent half batches: their mean is the usual estimate, and ⟨∇g₁, ∇g₂⟩ is an
             # unbiased estimate of ‖∇g‖² (the plain ‖∇g_B‖² is inflated by the minibatch variance)
             gv, gg, gg1, gg2 = self.og.grad_halves(y)
-            ng2 = float(gg1 @ gg2)
         else:
             bg = self.og.draw()
             gv, gg = self.og.grad(y, bg)
@@ -316,32 +338,33 @@ class _Run(Step):
         self.t_now = ti
         mu = self.mu(ti)
         F = gf + mu * gg if mu > 0 else gf
-        if not split:
-            ng2 = float(gg @ gg)
-        nf2 = float(F @ F)
-        inner = float(F @ gg)
         alpha = self.alpha()
-        if o.phi == "gap":
-            assert self.g_star is not None  # phi = 'gap' without g* is refused in __init__
-            phi = alpha * max(0.0, float(gv) - float(self.g_star))
-        else:
-            phi = alpha * ng2
+        gap = alpha * max(0.0, float(gv) - float(self.g_star)) if o.phi == "gap" and self.g_star is not None else None
+
+        def face(keep: torch.Tensor | None) -> tuple[float, float, float, float]:
+            """‖∇g‖², ‖F‖², ⟨F, ∇g⟩ and φ on the coordinates that move (keep; None: all)."""
+            Fk, gk = (F, gg) if keep is None else (F * keep, gg * keep)
+            if split:
+                assert gg1 is not None and gg2 is not None
+                ng2 = float((gg1 if keep is None else gg1 * keep) @ (gg2 if keep is None else gg2 * keep))
+            else:
+                ng2 = float(gk @ gk)
+            return ng2, float(Fk @ Fk), float(Fk @ gk), gap if gap is not None else alpha * ng2
+
+        # on a box face, the coordinates the step pushes against their bound do not move: the barrier's
+        # λ is set from the others (the held ones would ask g for progress the projection takes away)
+        mask = outward(y, gg, self.limits) if self.limits is not None else None
+        for _ in range(3):  # the held set of the step that λ gives, until it stops changing
+            scalars = face(None if mask is None or not bool(mask.any()) else ~mask)
+            if mask is None or self.limits is None:
+                break
+            new = outward(y, F + self._multiplier(ti, *scalars) * gg, self.limits)
+            if torch.equal(new, mask):
+                break
+            mask = new
+        ng2, nf2, inner, phi = scalars
+        lam = self._multiplier(ti, ng2, nf2, inner, phi, commit=True)
         rho = self.rho(ti, nf2)
-        if self.smoothing > 0:
-            # averaged estimates of ‖∇g‖² and ⟨∇F, ∇g⟩: a ratio of noisy minibatch numbers is biased,
-            # and a λ that jumps every step makes each step minimize a different function
-            s_ = self.smoothing
-            new = (ng2, inner, phi)
-            avg = list(new) if self.avg is None else [(1 - s_) * a + s_ * b for a, b in zip(self.avg, new, strict=True)]
-            self.avg = avg
-            ng2_, inner_, phi_ = avg
-        else:
-            ng2_, inner_, phi_ = ng2, inner, phi
-        den = ng2_ + rho
-        num = phi_ - inner_
-        if den <= 0.0:  # only an unperturbed split estimate can get here: the barrier is undefined
-            den = 1e-30 * max(nf2, 1e-30)
-        lam = max(0.0, num / den)
         self.lam = lam
         if not math.isfinite(lam):
             return diverged("the multiplier is not finite (‖∇g‖² + ρ = 0 with ⟨∇f, ∇g⟩ ≠ 0)")
@@ -367,7 +390,13 @@ class _Run(Step):
             self.k_mom = 0  # adaptive restart (O'Donoghue & Candès): momentum points uphill
         self.x_prev, self.x = x, x_new
         # what the test after the step needs
-        self.dd = float((F + lam * gg1) @ (F + lam * gg2)) if gg1 is not None and gg2 is not None else float(d @ d)
+        # the stall test sees the step's moving part (a held coordinate's component never vanishes)
+        moving = None if self.limits is None else ~outward(y, d, self.limits)
+        if gg1 is not None and gg2 is not None:
+            d1, d2 = F + lam * gg1, F + lam * gg2
+            self.dd = float(d1 @ d2) if moving is None else float((d1 * moving) @ (d2 * moving))
+        else:
+            self.dd = float(d @ d) if moving is None else float((d * moving) @ (d * moving))
         self.nf2, self.rho_now, self.eta = nf2, rho, eta
         return None
 
@@ -415,19 +444,23 @@ class _Run(Step):
         f, g = float(fv), float(gv)
         if not (math.isfinite(f) and math.isfinite(g)):
             return False, None
+        flat = self.flat
         with torch.no_grad():
             ngg = float(torch.linalg.vector_norm(gg))
-            if self.flat.needs_projection:
-                pg_g = float(torch.linalg.vector_norm(x - self.flat.project_(x - gg)))
-            else:
-                pg_g = ngg
-            n2 = float(gg @ gg)
-            lam_hat = max(0.0, -float(gf @ gg) / n2) if n2 > 0 else 0.0
-            step = gf + lam_hat * gg
-            if self.flat.needs_projection:
-                kkt = float(torch.linalg.vector_norm(x - self.flat.project_(x - step)))
-            else:
-                kkt = float(torch.linalg.vector_norm(step))
+            pg_g = float(torch.linalg.vector_norm(x - flat.project_(x - gg))) if flat.needs_projection else ngg
+        ok_g = pg_g <= self.o.tol_g * max(1.0, self.g0_norm)
+        nf, nx = float(torch.linalg.vector_norm(gf)), float(torch.linalg.vector_norm(x))
+        subset = self.eval_g
+        lam_hat, kkt, _ = kkt_test(
+            flat,
+            x,
+            gf,
+            gg,
+            lambda z: self.og.fn(flat.unpack(z), subset),
+            lambda lam_: self.kkt_tol(lam_, nf, nx),
+            pg_g <= LOWER_AT_MIN * self.o.tol_g * max(1.0, self.g0_norm),
+            MONITOR_CURVATURE_DIM,
+        )
         row = {
             "iter": t,
             "time": self.ctx.elapsed(),
@@ -444,7 +477,6 @@ class _Run(Step):
             row["gap"] = g - float(self.g_star)
         if not final:
             self.tracer.add(row)
-            flat = self.flat
             self.ctx.report(
                 f,
                 None,
@@ -458,9 +490,8 @@ class _Run(Step):
                 point=lambda: flat.to_numpy(x),
             )
         self.last = {"f": f, "g": g, "grad_g": ngg, "lower_pgrad": pg_g, "kkt": kkt}
-        ok_g = pg_g <= self.o.tol_g * max(1.0, self.g0_norm)
         self.lower_ok = ok_g
-        ok_f = kkt <= self.kkt_tol(lam_hat, float(torch.linalg.vector_norm(gf)), float(torch.linalg.vector_norm(x)))
+        ok_f = kkt <= self.kkt_tol(lam_hat, nf, nx)
         return ok_g and ok_f, row
 
     def _lower_ok_now(self, x: torch.Tensor) -> bool:
