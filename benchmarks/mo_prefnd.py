@@ -19,7 +19,8 @@ then a bounded scalar refinement). A run is a hit when its preference value is w
 above 1) of the exact one and x lies within 1e-4 of the Pareto set; a `converged` miss is a false claim.
 `--prefs cheb,l1` draws nonsmooth preferences instead: the Chebyshev achievement max_k w_k (f_k − r_k)
 (the reference-point method's) and Σ_k |f_k − r_k|.
-Usage: .venv/bin/python benchmarks/mo_prefnd.py [--seed 0] [--n 30] [--family seg,wquad,zdt] [--prefs cheb,l1]
+`--free` writes `seg`, `wquad` and `seg3` with free variables (`var x[n]`, no box), as a user might.
+Usage: .venv/bin/python benchmarks/mo_prefnd.py [--seed 0] [--n 30] [--family seg,wquad,zdt] [--prefs cheb,l1] [--free]
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def _vec(v: Vec) -> str:
     return "[" + ", ".join(f"{float(t):.2f}" for t in v) + "]"
 
 
+BOX = " in [-3, 3]"  # the seg / wquad / seg3 variables' domain; `--free`: none (free variables)
 # `--prefs`: replaces every family's preference kinds (e.g. "cheb,l1": nonsmooth preferences)
 KINDS_OVERRIDE: list[str] = []
 
@@ -97,8 +99,12 @@ def _distance_to_curve(curve: Callable[[Vec], Vec], x: Vec) -> float:
     d = np.linalg.norm(curve(T) - x, axis=1)
     k = int(np.argmin(d))
     lo, hi = T[max(k - 1, 0)], T[min(k + 1, T.size - 1)]
-    r = minimize_scalar(lambda t: float(np.linalg.norm(curve(np.array([t]))[0] - x)), bounds=(lo, hi),
-                        method="bounded", options={"xatol": 1e-12})
+    r = minimize_scalar(
+        lambda t: float(np.linalg.norm(curve(np.array([t]))[0] - x)),
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     return min(float(d[k]), float(r.fun))
 
 
@@ -122,7 +128,7 @@ def _draw(rnd: random.Random, family: str) -> Case:
 
         pref, phi, kind = _preference(rnd, n, ["dist", "lin", "x", "f1"], m=3)
         body = "\n".join(f"  f{k + 1}: {e}" for k, e in enumerate(exprs))
-        src = f"var x[{n}] in [-3, 3]\nminimize {{\n{body}\n}}\nprefer {pref}\n"
+        src = f"var x[{n}]{BOX}\nminimize {{\n{body}\n}}\nprefer {pref}\n"
         return Case(src, seg, F3, phi, lambda x, seg=seg: _distance_to_curve(seg, x), f"seg3 n={n} {kind}")
     if family in ("seg", "wquad"):
         a = np.round(np.array([rnd.uniform(-2, 2) for _ in range(n)]), 2)
@@ -149,9 +155,8 @@ def _draw(rnd: random.Random, family: str) -> Case:
             return T1((w1 * (X - a) ** 2).sum(-1)), T2((w2 * (X - b) ** 2).sum(-1))
 
         pref, phi, kind = _preference(rnd, n, ["dist", "lin", "x", "f1"])
-        src = f"var x[{n}] in [-3, 3]\nminimize {{\n  f1: {e1}\n  f2: {e2}\n}}\nprefer {pref}\n"
-        return Case(src, curve, F, phi, lambda x, curve=curve: _distance_to_curve(curve, x),
-                    f"{family} n={n} {kind}")
+        src = f"var x[{n}]{BOX}\nminimize {{\n  f1: {e1}\n  f2: {e2}\n}}\nprefer {pref}\n"
+        return Case(src, curve, F, phi, lambda x, curve=curve: _distance_to_curve(curve, x), f"{family} n={n} {kind}")
     # zdt (zdtabs: g on the kinks of |x_i − c_i|)
     lin = rnd.random() < 0.5
     c = np.round(np.array([rnd.uniform(0.1, 0.9) for _ in range(n - 1)]), 2)
@@ -179,9 +184,15 @@ def _draw(rnd: random.Random, family: str) -> Case:
     # (any x₁…, f2 = g ≥ 1) better than every Pareto point, and the claim is weak Pareto optimality
     pref, phi, kind = _preference(rnd, n, ["dist", "lin", "f1"], r2_max=1.0)
     src = f"var x[{n}] in [0, 1]\nlet g = {g_src}\nminimize {{\n  f1: x[0]\n  f2: {f2_src}\n}}\nprefer {pref}\n"
-    return Case(src, curve_z, Fz, phi, lambda x, g_min=g_min: float(np.linalg.norm(x[1:] - g_min)),
-                f"zdt n={n} {'abs' if family == 'zdtabs' else 'lin' if lin else 'sq'} "
-                f"{'convex' if convex else 'concave'} {kind}")
+    return Case(
+        src,
+        curve_z,
+        Fz,
+        phi,
+        lambda x, g_min=g_min: float(np.linalg.norm(x[1:] - g_min)),
+        f"zdt n={n} {'abs' if family == 'zdtabs' else 'lin' if lin else 'sq'} "
+        f"{'convex' if convex else 'concave'} {kind}",
+    )
 
 
 def _exact(case: Case) -> tuple[float, Vec]:
@@ -194,8 +205,9 @@ def _exact(case: Case) -> tuple[float, Vec]:
         x = case.curve(np.array([t]))
         return float(case.phi(case.F(x), x)[0])
 
-    r = minimize_scalar(along, bounds=(T[max(k - 2, 0)], T[min(k + 2, T.size - 1)]), method="bounded",
-                        options={"xatol": 1e-13})
+    r = minimize_scalar(
+        along, bounds=(T[max(k - 2, 0)], T[min(k + 2, T.size - 1)]), method="bounded", options={"xatol": 1e-13}
+    )
     if float(r.fun) < float(P[k]):
         return float(r.fun), case.curve(np.array([float(r.x)]))[0]
     return float(P[k]), X[k]
@@ -207,8 +219,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--family", default="seg,wquad,zdt")
     ap.add_argument("--show", action="store_true", help="print each model's source")
+    ap.add_argument("--free", action="store_true", help="seg / wquad / seg3 with free variables (no box)")
     ap.add_argument("--prefs", default="", help="preference kinds for every family (dist, lin, f1, x, cheb, l1)")
     args = ap.parse_args()
+    global BOX
+    BOX = "" if args.free else BOX
     KINDS_OVERRIDE[:] = [k for k in args.prefs.split(",") if k]
     rnd = random.Random(args.seed)
     families = args.family.split(",")

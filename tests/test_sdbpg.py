@@ -397,3 +397,81 @@ def test_options_and_refusals() -> None:
     spins = Form(kind="bilevel", variables=(VarInfo("s", "spin", (8,)),))
     assert "spin" in Penalty().refuse(spins)
     assert "bilevel" in SDBPG().refuse(Form(kind="minimax"))
+
+
+BALL_FACE = """var x[3] in ball(1)
+minimize sumsq(x - [2, -1, 0])
+subject to { x in argmin (x[0] + x[1] - 1)^2 }
+"""
+SIMPLEX_FACE = """var x[3] in simplex
+minimize sumsq(x - [1, -1, 0])
+subject to { x in argmin (x[0] - 2 * x[2])^2 }
+"""
+
+
+def test_ball_sphere_face() -> None:
+    """The closest point to (2, −1, 0) on {x₀ + x₁ = 1} ∩ ball(1) is (1, 0, 0), on the sphere. With λ set from
+    the radial part too (which the projection removes), sdbpg ended `iteration_limit` at (0.94, −0.34, 0)
+    with the lower level unsolved; the penalty baseline reached the answer and its KKT check failed."""
+    import optlang
+
+    r = optlang.parse(BALL_FACE).solve(seed=0, dtype="float64")
+    assert r.backend == "sdbpg" and r.status.value == "converged" and all(c.passed for c in r.checks)
+    assert np.allclose(r.values["x"], [1.0, 0.0, 0.0], atol=1e-3)
+    p = optlang.parse(BALL_FACE).solve(seed=0, backend="penalty")
+    assert p.status.value == "converged" and all(c.passed for c in p.checks)
+    assert np.allclose(p.values["x"], [1.0, 0.0, 0.0], atol=1e-3)
+
+
+def test_simplex_face_penalty_and_certificate() -> None:
+    """On the simplex with x₀ = 2x₂, the closest point to (1, −1, 0) is (2/3, 0, 1/3): Σx = 1 always binds and
+    x₁ = 0 is held. The penalty baseline reached it and its KKT check failed (λ̂ fitted with the mean Σx = 1
+    removes); it now converges, and the exact answer passes the float64 certificate. The planner picks it:
+    sdbpg refuses simplex domains, where its steps cycle."""
+    import optlang
+    from optlang.backends.bilevel.oracle import FlatVars, certificate
+
+    model = optlang.parse(SIMPLEX_FACE)
+    plan = model.plan()
+    assert plan.chosen == "penalty"  # sdbpg refuses a simplex: its steps cycle (docs/backends/sdbpg.md)
+    assert "simplex" in (SDBPG().refuse(model.form) or "")
+    p = model.solve(seed=0)
+    assert p.backend == "penalty" and p.status.value == "converged" and all(c.passed for c in p.checks)
+    assert np.allclose(p.values["x"], [2 / 3, 0.0, 1 / 3], atol=1e-3)
+    prob = optlang.parse(SIMPLEX_FACE).compiled.problem
+    assert isinstance(prob, BilevelProblem)
+    checks = certificate(prob, FlatVars(prob.variables), {"x": np.array([2 / 3, 0.0, 1 / 3])}, 1e-4, 1e-4, 1.0)[1]
+    assert checks["kkt"][0] and checks["lower_stationary"][0]
+    wrong = certificate(prob, FlatVars(prob.variables), {"x": np.array([0.5, 0.25, 0.25])}, 1e-4, 1e-4, 1.0)[1]
+    assert wrong["lower_stationary"][0] and not wrong["kkt"][0]  # another lower-level minimizer
+
+
+def test_faces_tangent_maps() -> None:
+    """The tangent map on each kind of face, for one point and for rows."""
+    from optlang.backends.bilevel.faces import Faces
+    from optlang.backends.bilevel.oracle import FlatVars
+
+    variables = (
+        Variable("a", (2,), Domain("box", 0.0, 1.0)),
+        Variable("b", (2,), Domain("ball", radius=2.0)),
+        Variable("c", (3,), Domain("simplex")),
+    )
+    faces = Faces(FlatVars(variables), torch.float64, "cpu")
+    y = torch.tensor([0.0, 1.0, 2.0, 0.0, 0.5, 0.5, 0.0], dtype=torch.float64)
+    # a₀ on its lower bound pushed down (d > 0), a₁ on its upper bound pulled inward (d > 0: moves);
+    # b on the sphere pushed out (−d along +b): its radial part goes; c₂ = 0 pushed below the free mean
+    d = torch.tensor([1.0, 1.0, -1.0, 3.0, 0.0, 1.0, 2.0], dtype=torch.float64)
+    T = faces.tangent(y, d)
+    out = T.apply(d)
+    assert out[0] == 0 and out[1] == 1  # held / free box coordinates
+    assert out[2] == 0 and out[3] == 3  # the radial (first) coordinate of b removed
+    assert torch.allclose(out[4:], torch.tensor([-0.5, 0.5, 0.0], dtype=torch.float64))  # c₂ held, mean removed
+    # the opposite step: a₀ moves, a₁ is now pushed against its bound, b moves inward (nothing removed),
+    # and the simplex still removes the mean
+    inward = faces.tangent(y, -d)
+    expected = torch.tensor([-1.0, 0.0, 1.0, -3.0], dtype=torch.float64)
+    assert torch.allclose(inward.apply(-d)[:4], expected) and abs(float(inward.apply(-d)[4:].sum())) < 1e-12
+    assert not T.same_face(inward)
+    rows = faces.tangent(torch.stack([y, y]), torch.stack([d, -d]))  # rows: each its own face
+    both = rows.apply(torch.stack([d, -d]))
+    assert torch.allclose(both[0], out) and torch.allclose(both[1], inward.apply(-d))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RawSolution, RunContext, Status
+from optlang.backends.bilevel.faces import Faces
 from optlang.backends.bilevel.oracle import (
     BLOWUP,
     FLOOR_CAP,
@@ -33,7 +34,6 @@ from optlang.backends.bilevel.oracle import (
     certificate,
     kkt_multiplier,
     make_generator,
-    outward,
 )
 from optlang.backends.bilevel.sdbpg import SDBPGOptions, validate
 from optlang.backends.common import project
@@ -137,18 +137,16 @@ class _Projector:
 
 
 def _multiplier_rows(
-    F: torch.Tensor,
-    gg: torch.Tensor,
-    keep: torch.Tensor | None,
+    Fk: torch.Tensor,
+    gk: torch.Tensor,
     alpha: np.ndarray,
     level: np.ndarray,
     o: SDBPGOptions,
     avg: np.ndarray | None,
     avg_set: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """sdbpg's λ per row from the coordinates that move (keep; None: all): (λ, ‖F‖², the scalars
-    ‖∇g‖², ⟨F, ∇g⟩, φ after smoothing with the rows' EMAs `avg`, for the caller to store)."""
-    Fk, gk = (F, gg) if keep is None else (F * keep, gg * keep)
+    """sdbpg's λ per row from F and ∇g (their tangent parts on a face): (λ, ‖F‖², the scalars ‖∇g‖²,
+    ⟨F, ∇g⟩, φ after smoothing with the rows' EMAs `avg`, for the caller to store)."""
     ng2, nf2, inner = (
         t.detach().to("cpu", torch.float64).numpy() for t in ((gk * gk).sum(1), (Fk * Fk).sum(1), (Fk * gk).sum(1))
     )
@@ -178,7 +176,7 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
     B = len(problems)
     flat = FlatVars(problems[0].variables)
     proj = _Projector(flat)
-    limits = flat.limits(dt, dev)
+    faces = Faces(flat, dt, dev)
     x0 = flat.initial(ctx).to(dt)
     if flat.needs_projection:
         flat.project_(x0)
@@ -276,17 +274,17 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
         level = lam0 * (1.0 + tf / o.rho_tau) ** o.rho_power if o.rho_rule == "power" else Lam
         alpha = o.alpha * level / lam0 if o.alpha_rule == "level" else np.full(B, o.alpha)
 
-        # sdbpg's face rule: box coordinates the step pushes against their bound do not set λ
-        mask = outward(y, gg, limits) if limits is not None else None
+        # sdbpg's face rule: λ from the tangent parts of the face each row's step stays on
+        tan = faces.tangent(y, gg) if faces.any else None
         for _ in range(3):
-            keep = None if mask is None or not bool(mask.any()) else ~mask
-            lam, nf2, mixed = _multiplier_rows(F, gg, keep, alpha, level, o, avg if smoothing > 0 else None, avg_set)
-            if mask is None or limits is None:
+            Fk, gk = (F, gg) if tan is None else (tan.apply(F), tan.apply(gg))
+            lam, nf2, mixed = _multiplier_rows(Fk, gk, alpha, level, o, avg if smoothing > 0 else None, avg_set)
+            if tan is None:
                 break
-            new_mask = outward(y, F + T(np.nan_to_num(lam)) * gg, limits)
-            if torch.equal(new_mask, mask):
+            new_tan = faces.tangent(y, F + T(np.nan_to_num(lam)) * gg)
+            if new_tan.same_face(tan):
                 break
-            mask = new_mask
+            tan = new_tan
         if smoothing > 0:
             avg = np.where(act[:, None], mixed, avg)
             avg_set |= act
@@ -328,7 +326,7 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
         x = torch.where(gcol, x_new, x)
         t = np.where(go, t + 1, t)
         # the stall test (oracle.StallTest, one window per row)
-        moving = d if limits is None else d * ~outward(y, d, limits)  # a held coordinate's part never vanishes
+        moving = d if not faces.any else faces.tangent(y, d).apply(d)  # a held part never vanishes
         r2 = N((moving * moving).sum(1)) / np.maximum(nf2, 1e-60)
         slot = wpos % WINDOW
         window[rows, slot] = np.where(go, r2, window[rows, slot])
@@ -362,7 +360,7 @@ def solve_batch(problems: list[BilevelProblem], levels: Levels, o: SDBPGOptions,
             mf, mgf, mg, mgg = _grads(levels, x)
             finite_rows = N(torch.isfinite(mf) & torch.isfinite(mg)).astype(bool)
             pg_g = pgrad_norm(x, mgg)
-            lam_t, kkt_t = kkt_multiplier(x, mgf, mgg, limits, pgrad_rows)
+            lam_t, kkt_t = kkt_multiplier(x, mgf, mgg, faces, pgrad_rows)
             lam_hat, kkt = N(lam_t), N(kkt_t)
             scale = np.maximum(N(mgf.norm(dim=1)), 1.0)
             nx = np.maximum(N(x.norm(dim=1)), 1e-30)

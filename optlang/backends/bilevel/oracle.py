@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RunContext
+from optlang.backends.bilevel.faces import Faces
 from optlang.backends.common import init_tensors, project
 from optlang.lazy import lazy_module, no_grad
 from optlang.problem import BilevelProblem, TorchFunction, Variable
@@ -66,60 +67,40 @@ class FlatVars:
         xn = x.detach().to("cpu", torch.float64).numpy()
         return {v.name: xn[a:b].reshape(v.shape).copy() for v, a, b in self.slices}
 
-    def limits(self, dtype: torch.dtype, device: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Flat lower and upper limits of the box coordinates (±inf elsewhere); None when no box has a
-        finite side. Ball and simplex coordinates have no per-coordinate face and keep ±inf."""
-        lo = np.full(self.size, -np.inf)
-        hi = np.full(self.size, np.inf)
-        for v, a, b in self.slices:
-            if v.domain.kind == "box":
-                lo[a:b], hi[a:b] = v.domain.lo, v.domain.hi
-        if np.isinf(lo).all() and np.isinf(hi).all():
-            return None
-        return torch.as_tensor(lo, dtype=dtype, device=device), torch.as_tensor(hi, dtype=dtype, device=device)
-
-
-def outward(x: torch.Tensor, v: torch.Tensor, limits: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """The coordinates a step x − ηv pushes against a box bound they sit on (the projection holds them).
-
-    Works on one point (d,) or rows (B, d); x must be projected (a coordinate on its bound equals it)."""
-    lo, hi = limits
-    return ((x <= lo) & (v > 0)) | ((x >= hi) & (v < 0))
-
 
 def kkt_multiplier(
     x: torch.Tensor,
     gf: torch.Tensor,
     gg: torch.Tensor,
-    limits: tuple[torch.Tensor, torch.Tensor] | None,
+    faces: Faces | None,
     residual: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """λ̂ ≥ 0 and the projected KKT residual ‖x − P(x − ∇f − λ̂∇g)‖ (`residual(x, v)`), the smaller of two
-    candidates: the least-squares λ over all coordinates, and over the coordinates that move.
+    candidates: the least-squares λ over all coordinates, and over the tangent parts of the face x sits
+    on (`faces.py`; the face of the step the multiplier gives, until it stops changing).
 
-    On a box face the held coordinates' components of ∇g say nothing about λ: with `x in [-1, 0.5]`
-    and g = (x₀ + x₁ − 2)², the all-coordinate λ̂ balances ∇f against the held x₀ too and leaves a
-    residual of O(1) at the answer. Any λ ≥ 0 with a small residual certifies, so the least is taken.
-    One point (d,) or rows (B, d)."""
+    On a face, the held parts of ∇g say nothing about λ: with `x in [-1, 0.5]` and g = (x₀ + x₁ − 2)²,
+    the all-coordinate λ̂ balances ∇f against the held x₀ too and leaves a residual of O(1) at the answer
+    (on a simplex, the mean that Σx = 1 removes). Any λ ≥ 0 with a small residual certifies, so the
+    least is taken. One point (n,) or rows (B, n)."""
 
-    def least_squares(keep: torch.Tensor | None) -> torch.Tensor:
-        a, b = (gf, gg) if keep is None else (gf * keep, gg * keep)
+    def least_squares(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         n2 = (b * b).sum(-1)
         ratio = -(a * b).sum(-1) / torch.where(n2 > 0, n2, torch.ones_like(n2))
         return torch.where(n2 > 0, torch.clamp(ratio, min=0.0), torch.zeros_like(n2))
 
-    lam = least_squares(None)
+    lam = least_squares(gf, gg)
     res = residual(x, gf + lam[..., None] * gg)
-    if limits is None:
+    if faces is None or not faces.any:
         return lam, res
-    mask = outward(x, gg, limits)
-    lam_f = least_squares(~mask)
-    for _ in range(3):  # the held set of the step the multiplier gives, until it stops changing
-        new = outward(x, gf + lam_f[..., None] * gg, limits)
-        if torch.equal(new, mask):
+    T = faces.tangent(x, gg)
+    lam_f = least_squares(T.apply(gf), T.apply(gg))
+    for _ in range(3):
+        new = faces.tangent(x, gf + lam_f[..., None] * gg)
+        if new.same_face(T):
             break
-        mask = new
-        lam_f = least_squares(~mask)
+        T = new
+        lam_f = least_squares(T.apply(gf), T.apply(gg))
     res_f = residual(x, gf + lam_f[..., None] * gg)
     better = res_f < res
     return torch.where(better, lam_f, lam), torch.where(better, res_f, res)
@@ -255,32 +236,32 @@ def curvature_residual(
     lower: Any,
     x: torch.Tensor,
     gf: torch.Tensor,
-    limits: tuple[torch.Tensor, torch.Tensor] | None,
+    faces: Faces | None,
     residual: Any,
 ) -> torch.Tensor | None:
     """The projected KKT residual of ∇f + ∇²g·w with the least-squares w, at a point where ∇g vanishes.
 
     There ∇g carries no multiplier (an answer with g = g* exactly leaves λ̂ = 0 and the residual ‖∇f‖),
     but the lower level's minimizers near x move only along the null space of ∇²g, so every ∇²g·w is
-    normal to them and −∇f ∈ range(∇²g) + (the box's normal cone) is first-order stationarity for
-    the upper level. `lower(x)` is g on the flat vector; None above CURVATURE_MAX_DIM scalars."""
+    normal to them and −∇f ∈ range(∇²g) + (the domain's normal cone) is first-order stationarity for
+    the upper level. w is fitted on the tangent parts of the face x sits on. `lower(x)` is g on the
+    flat vector; None above CURVATURE_MAX_DIM scalars."""
     if x.numel() > CURVATURE_MAX_DIM:
         return None
     H = torch.autograd.functional.hessian(lower, x.detach())
-    mask = torch.zeros_like(x, dtype=torch.bool) if limits is None else outward(x, gf, limits)
+    T = faces.tangent(x, gf) if faces is not None and faces.any else None
     v = gf
-    for _ in range(3):  # rows of the coordinates that move; the held set of the step v, until it settles
-        keep = ~mask
-        if not bool(keep.any()):
-            break
-        w = torch.linalg.lstsq(H[keep], -gf[keep], rcond=CURVATURE_RCOND, driver="gelsd").solution
+    for _ in range(3):  # the face of the step v, until it settles
+        P = T.apply(torch.eye(x.numel(), dtype=x.dtype, device=x.device)) if T is not None else None
+        A, b = (H, -gf) if P is None else (P @ H, -(P @ gf))
+        w = torch.linalg.lstsq(A, b, rcond=CURVATURE_RCOND, driver="gelsd").solution
         v = gf + H @ w
-        if limits is None:
+        if T is None or faces is None:
             break
-        new = outward(x, v, limits)
-        if torch.equal(new, mask):
+        new = faces.tangent(x, v)
+        if new.same_face(T):
             break
-        mask = new
+        T = new
     return residual(x, v)
 
 
@@ -307,13 +288,13 @@ def kkt_test(
     residual above `tol_at(λ̂)` where ∇g vanishes (at_min: projected ‖∇g‖ ≤ LOWER_AT_MIN × its tolerance),
     the curvature multipliers (`curvature_residual`, `lower(x)` = g on the flat vector) when x has at most
     max_dim scalars. Off such points λ̂ is meaningful, and the test is λ̂'s alone."""
-    limits = flat.limits(x.dtype, x.device)
+    faces = Faces(flat, x.dtype, x.device)
     with torch.no_grad():
-        lam_t, kkt_t = kkt_multiplier(x, gf, gg, limits, lambda z, v: _pgrad(flat, z, v))
+        lam_t, kkt_t = kkt_multiplier(x, gf, gg, faces, lambda z, v: _pgrad(flat, z, v))
     lam, kkt, how = float(lam_t), float(kkt_t), f"λ̂ = {float(lam_t):.3g}"
     if kkt > tol_at(lam) and at_min and x.numel() <= max_dim:
         with torch.enable_grad():
-            res = curvature_residual(lower, x, gf, limits, lambda z, v: _pgrad(flat, z, v))
+            res = curvature_residual(lower, x, gf, faces, lambda z, v: _pgrad(flat, z, v))
         if res is not None and float(res) < kkt:
             kkt, how = float(res), "multipliers on the range of ∇²g"
     return lam, kkt, how

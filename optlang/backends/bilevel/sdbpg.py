@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from optlang.backends.base import Backend, RawSolution, RunContext, Status
+from optlang.backends.bilevel.faces import Faces, Tangent
 from optlang.backends.bilevel.oracle import (
     BLOWUP,
     FLOOR_CAP,
@@ -30,7 +31,6 @@ from optlang.backends.bilevel.oracle import (
     lipschitz,
     make_generator,
     oracle_info,
-    outward,
     refuse_bilevel,
 )
 from optlang.backends.common import check_range_or_auto, finite
@@ -149,6 +149,14 @@ class SDBPG(Backend):
         base = super().refuse(form)
         if base:
             return base
+        for v in getattr(form, "variables", ()):
+            if v.domain == "simplex":
+                # measured (docs/backends/sdbpg.md, "Simplex domains"): where λ = 0 a step on f alone reaches
+                # a vertex and the momentum cycles; the penalty baseline converges on the same models
+                return (
+                    f"sdbpg does not converge on a simplex ('{v.name}'): its steps cycle through the vertices; "
+                    "the penalty backend does"
+                )
         return refuse_bilevel(form, self.name)
 
     def solve(self, problem: BilevelProblem, options: SDBPGOptions, ctx: RunContext) -> RawSolution:
@@ -169,7 +177,7 @@ class _Run(Step):
     def __init__(self, problem: BilevelProblem, o: SDBPGOptions, ctx: RunContext) -> None:
         self.p, self.o, self.ctx = problem, o, ctx
         self.flat = FlatVars(problem.variables)
-        self.limits = self.flat.limits(ctx.dtype, ctx.device)
+        self.faces = Faces(self.flat, ctx.dtype, ctx.device)
         self.gen_f = make_generator(ctx, 1)
         self.gen_g = make_generator(ctx, 2)
         self.of = Oracle(problem.upper, self.flat, ctx, o.batch_f, self.gen_f)
@@ -341,27 +349,28 @@ class _Run(Step):
         alpha = self.alpha()
         gap = alpha * max(0.0, float(gv) - float(self.g_star)) if o.phi == "gap" and self.g_star is not None else None
 
-        def face(keep: torch.Tensor | None) -> tuple[float, float, float, float]:
-            """‖∇g‖², ‖F‖², ⟨F, ∇g⟩ and φ on the coordinates that move (keep; None: all)."""
-            Fk, gk = (F, gg) if keep is None else (F * keep, gg * keep)
+        def face(T: Tangent | None) -> tuple[float, float, float, float]:
+            """‖∇g‖², ‖F‖², ⟨F, ∇g⟩ and φ on the tangent parts of the face (T; None: everything)."""
+            Fk, gk = (F, gg) if T is None else (T.apply(F), T.apply(gg))
             if split:
                 assert gg1 is not None and gg2 is not None
-                ng2 = float((gg1 if keep is None else gg1 * keep) @ (gg2 if keep is None else gg2 * keep))
+                ng2 = float((gg1 if T is None else T.apply(gg1)) @ (gg2 if T is None else T.apply(gg2)))
             else:
                 ng2 = float(gk @ gk)
             return ng2, float(Fk @ Fk), float(Fk @ gk), gap if gap is not None else alpha * ng2
 
-        # on a box face, the coordinates the step pushes against their bound do not move: the barrier's
-        # λ is set from the others (the held ones would ask g for progress the projection takes away)
-        mask = outward(y, gg, self.limits) if self.limits is not None else None
-        for _ in range(3):  # the held set of the step that λ gives, until it stops changing
-            scalars = face(None if mask is None or not bool(mask.any()) else ~mask)
-            if mask is None or self.limits is None:
+        # on a face of the domain (a box bound, a ball's sphere, the simplex), what the projection takes
+        # away does not move: the barrier's λ is set from the tangent parts (the held parts would ask g
+        # for progress the projection removes). The face of the step that λ gives, until it settles.
+        T = self.faces.tangent(y, gg) if self.faces.any else None
+        for _ in range(3):
+            scalars = face(T)
+            if T is None:
                 break
-            new = outward(y, F + self._multiplier(ti, *scalars) * gg, self.limits)
-            if torch.equal(new, mask):
+            new = self.faces.tangent(y, F + self._multiplier(ti, *scalars) * gg)
+            if new.same_face(T):
                 break
-            mask = new
+            T = new
         ng2, nf2, inner, phi = scalars
         lam = self._multiplier(ti, ng2, nf2, inner, phi, commit=True)
         rho = self.rho(ti, nf2)
@@ -391,12 +400,11 @@ class _Run(Step):
         self.x_prev, self.x = x, x_new
         # what the test after the step needs
         # the stall test sees the step's moving part (a held coordinate's component never vanishes)
-        moving = None if self.limits is None else ~outward(y, d, self.limits)
+        Td = self.faces.tangent(y, d).apply if self.faces.any else (lambda v: v)
         if gg1 is not None and gg2 is not None:
-            d1, d2 = F + lam * gg1, F + lam * gg2
-            self.dd = float(d1 @ d2) if moving is None else float((d1 * moving) @ (d2 * moving))
+            self.dd = float(Td(F + lam * gg1) @ Td(F + lam * gg2))
         else:
-            self.dd = float(d @ d) if moving is None else float((d * moving) @ (d * moving))
+            self.dd = float(Td(d) @ Td(d))
         self.nf2, self.rho_now, self.eta = nf2, rho, eta
         return None
 
