@@ -287,7 +287,8 @@ def kkt_test(
     """(λ̂, KKT residual, which multipliers) at one point: `kkt_multiplier`'s λ̂, and where that leaves the
     residual above `tol_at(λ̂)` where ∇g vanishes (at_min: projected ‖∇g‖ ≤ LOWER_AT_MIN × its tolerance),
     the curvature multipliers (`curvature_residual`, `lower(x)` = g on the flat vector) when x has at most
-    max_dim scalars. Off such points λ̂ is meaningful, and the test is λ̂'s alone."""
+    max_dim scalars (then λ̂ is returned as 0, so that the tolerance has no λ̂·L_g rounding floor). Off such
+    points λ̂ is meaningful, and the test is λ̂'s alone."""
     faces = Faces(flat, x.dtype, x.device)
     with torch.no_grad():
         lam_t, kkt_t = kkt_multiplier(x, gf, gg, faces, lambda z, v: _pgrad(flat, z, v))
@@ -296,7 +297,8 @@ def kkt_test(
         with torch.enable_grad():
             res = curvature_residual(lower, x, gf, faces, lambda z, v: _pgrad(flat, z, v))
         if res is not None and float(res) < kkt:
-            kkt, how = float(res), "multipliers on the range of ∇²g"
+            # no scalar λ̂ here: the tolerance is the one of λ̂ = 0 (its rounding floor without λ̂·L_g)
+            lam, kkt, how = 0.0, float(res), "multipliers on the range of ∇²g"
     return lam, kkt, how
 
 
