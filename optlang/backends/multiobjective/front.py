@@ -815,6 +815,7 @@ def _collapsed(archive: Any) -> bool:
 
 
 _EXTREME_EPS = 1e-3  # the other objectives' weight (in units of each one's range) in an end's objective
+_PILOT_OFFSET = 4409  # the seed stream of the ends' uniform sample (not the rays' starts)
 
 
 def _weighted_objectives(problem: MultiObjectiveProblem, weights: np.ndarray) -> TorchFunction:
@@ -856,10 +857,7 @@ def _extremes(
     points that beat it cluster where the offspring went (ZDT4's f₂ end was left at f₁ = 0.5). The
     evaluations count against `front_evals`."""
     from optlang.backends import registry
-    from optlang.backends.base import Status
     from optlang.backends.common import scalar_count
-    from optlang.backends.multiobjective.common import archive_feasible
-    from optlang.problem import SmoothProblem, Variable
 
     F, AX = archive.front()
     if AX is None or F.shape[0] == 0 or scalar_count(problem.variables) > o.polish_max_dim:
@@ -871,35 +869,158 @@ def _extremes(
         cap = min(2 * o.front_extreme_iters, (budget - ev.count) // (2 * (m - i)))  # half of what is left at most
         if cap < 10 or ctx.should_stop():
             break
-        opts = backend.make_options({"restarts": 1, "max_evals": int(cap)})
         weights = _EXTREME_EPS * span[i] / span
         weights[i] += 1.0
         j = int(np.argmin(F @ weights))
-        start = tuple(Variable(v.name, v.shape, v.domain, np.asarray(AX[v.name][j])) for v in problem.variables)
-        left_s = ctx.remaining()
-        sub = RunContext(
-            seed=ctx.seed, max_iter=o.front_extreme_iters, time_limit=None if math.isinf(left_s) else max(left_s, 1e-3)
-        )
-        fi = _weighted_objectives(problem, weights)
-        raw = backend.solve(SmoothProblem(start, fi, problem.constraints), opts, sub)
-        ev.count += int(raw.info.get("evaluations", 0))
-        if raw.status not in (Status.CONVERGED, Status.FEASIBLE, Status.ITERATION_LIMIT) or not raw.values:
+        point = {v.name: np.asarray(AX[v.name][j], dtype=np.float64) for v in problem.variables}
+        SF, SX = _extreme_from(problem, o, ctx, archive, ev, backend, weights, point, int(cap), span, SF, SX)
+        if not problem.constraints and o.front_extreme_probe > 1:
+            # the end may be a local one: a position coordinate (one that trades the objectives off) with
+            # several basins of f_i — ZDT3's x₀, whose last piece of front no ray reached on 2 seeds of 10.
+            # Probed around the end as it stands now (after SLSQP), against its value there
+            F2, AX2 = archive.front()
+            j2 = int(np.argmin(F2 @ weights))
+            end = {v.name: np.asarray(AX2[v.name][j2], dtype=np.float64) for v in problem.variables}
+            probe = _probe_positions(
+                problem, o, ctx, archive, ev, i, weights, end, float(F2[j2] @ weights), span, budget
+            )
+            cap = min(int(cap), (budget - ev.count) // (2 * (m - i)))
+            if probe is not None and cap >= 10 and not ctx.should_stop():
+                SF, SX = _extreme_from(problem, o, ctx, archive, ev, backend, weights, probe, cap, span, SF, SX)
+    return SF, SX
+
+
+_PROBE_COORDINATES = 4  # the ends' probes: at most this many position coordinates per objective
+
+
+def _probe_positions(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    i: int,
+    weights: np.ndarray,
+    point: dict[str, np.ndarray],
+    f_here: float,
+    span: np.ndarray,
+    budget: int,
+) -> dict[str, np.ndarray] | None:
+    """A start for objective i's end in another basin, or None: along each position coordinate of `point`
+    (inside its finite box, where another objective's slope is not negligible: a coordinate that trades
+    the objectives off; at most `_PROBE_COORDINATES`, the steepest), `front_extreme_probe` evenly spaced
+    values, the rest of the point kept; the probe lowest in the end's weighted objective when it is lower
+    than `point`'s (`f_here`) by more than 1e-6 of f_i's range. The probes are evaluated and archived (counted)."""
+    from optlang.backends.common import FlatVariables
+    from optlang.backends.multiobjective.common import archive_feasible
+
+    fl = FlatVariables(problem.variables)
+    lo, hi = fl.lo, fl.hi
+    z = fl.flat(point)
+    if not np.all(np.isfinite(z)):
+        return None
+    width = hi - lo
+    boxed = np.isfinite(width) & (width > 0) & (fl.grp < 0) & (fl.bgrp < 0)  # box coordinates only
+    inside = boxed & (z > lo + 1e-6 * np.where(boxed, width, 1.0)) & (z < hi - 1e-6 * np.where(boxed, width, 1.0))
+    if not inside.any():
+        return None
+    zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
+    vals = fl.split(zt)
+    J = np.zeros((len(problem.objectives), z.size))
+    for k, (_, f) in enumerate(problem.objectives):
+        if k == i:
             continue
-        X = {k: torch.as_tensor(np.asarray(v), dtype=ctx.dtype, device=ctx.device)[None] for k, v in raw.values.items()}
+        out_k = f.compile("cpu", torch.float64)(vals).reshape(())
+        if out_k.requires_grad:
+            (gk,) = torch.autograd.grad(out_k, zt, allow_unused=True)
+            if gk is not None:
+                J[k] = gk.numpy()
+    # each coordinate's largest effect on another objective across its box, in that objective's range
+    trade = np.max(np.abs(J) * np.where(boxed, width, 0.0)[None, :] / span[:, None], axis=0)
+    cand = np.flatnonzero(inside & (trade > 1e-3))
+    if cand.size == 0:
+        return None
+    cand = cand[np.argsort(-trade[cand])][:_PROBE_COORDINATES]
+    k = int(o.front_extreme_probe)
+    if budget - ev.count < 4 * k * cand.size:
+        return None
+
+    def probe(coords: np.ndarray, grid: np.ndarray) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        Z = np.repeat(z[None, :], grid.size * coords.size, axis=0)
+        for c, j in enumerate(coords):
+            Z[c * grid.size : (c + 1) * grid.size, j] = lo[j] + grid * width[j]
+        X = {n: t.to(ctx.dtype).to(ctx.device) for n, t in fl.split(torch.as_tensor(Z, dtype=torch.float64)).items()}
         with torch.no_grad():
             out = ev(X)
-        if bool(archive_feasible(archive, ev, out, X, o.constraint_tol)[0]):
-            Fi = out[:, :m].cpu().numpy().astype(np.float64)
-            # without general constraints an end joins the solutions only where it is new: farther than two
-            # resolutions from each (normalized by the archived front's ranges) and dominated by none (the
-            # rays reach most fronts' ends themselves; another solution there only moves the mesh)
-            new = ev.constrained or not SF.shape[0]
-            if not new and np.all(np.isfinite(Fi)):
-                gap = float(np.min(np.linalg.norm((SF - Fi) / span, axis=1)))
-                new = gap > 2 * o.front_resolution and not bool(np.any(np.all(SF <= Fi, axis=1)))
-            if np.all(np.isfinite(Fi)) and new:
-                SF = np.concatenate([SF, Fi])
-                SX = {n: torch.cat([t, X[n].to(t.dtype)]) for n, t in SX.items()}
+        archive_feasible(archive, ev, out, X, o.constraint_tol)
+        return X, out[:, : len(problem.objectives)].cpu().numpy().astype(np.float64)
+
+    # a coarse pass first (5 values): a coordinate along which the weighted f_i is unimodal there has no
+    # other basin worth the full grid (DTLZ2's positions); the others get `front_extreme_probe` values
+    coarse = np.linspace(0.0, 1.0, 5)
+    X, Fp = probe(cand, coarse)
+    w5 = (Fp @ weights).reshape(cand.size, coarse.size)
+    minima = np.sum((w5[:, 1:-1] < w5[:, :-2]) & (w5[:, 1:-1] < w5[:, 2:]), axis=1)
+    minima += (w5[:, 0] < w5[:, 1]).astype(int) + (w5[:, -1] < w5[:, -2]).astype(int)
+    several = cand[minima > 1]
+    if several.size and k > coarse.size:
+        X2, F2 = probe(several, np.linspace(0.0, 1.0, k))
+        X = {n: torch.cat([X[n], X2[n]]) for n in X}
+        Fp = np.concatenate([Fp, F2])
+    score = np.where(np.all(np.isfinite(Fp), axis=1), Fp @ weights, np.inf)
+    b = int(np.argmin(score))
+    if not score[b] < f_here - 1e-6 * span[i]:
+        return None
+    return {n: t[b].cpu().numpy().astype(np.float64) for n, t in X.items()}
+
+
+def _extreme_from(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    backend: Any,
+    weights: np.ndarray,
+    point: dict[str, np.ndarray],
+    cap: int,
+    span: np.ndarray,
+    SF: np.ndarray,
+    SX: dict[str, torch.Tensor],
+) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+    """One end by SLSQP on the weighted objectives from `point` (at most `cap` evaluations): archived, and
+    added to the solutions SF / SX as `_extremes` says."""
+    from optlang.backends.base import Status
+    from optlang.backends.multiobjective.common import archive_feasible
+    from optlang.problem import SmoothProblem, Variable
+
+    m = len(problem.objectives)
+    opts = backend.make_options({"restarts": 1, "max_evals": int(cap)})
+    start = tuple(Variable(v.name, v.shape, v.domain, np.asarray(point[v.name])) for v in problem.variables)
+    left_s = ctx.remaining()
+    sub = RunContext(
+        seed=ctx.seed, max_iter=o.front_extreme_iters, time_limit=None if math.isinf(left_s) else max(left_s, 1e-3)
+    )
+    fi = _weighted_objectives(problem, weights)
+    raw = backend.solve(SmoothProblem(start, fi, problem.constraints), opts, sub)
+    ev.count += int(raw.info.get("evaluations", 0))
+    if raw.status not in (Status.CONVERGED, Status.FEASIBLE, Status.ITERATION_LIMIT) or not raw.values:
+        return SF, SX
+    X = {k: torch.as_tensor(np.asarray(v), dtype=ctx.dtype, device=ctx.device)[None] for k, v in raw.values.items()}
+    with torch.no_grad():
+        out = ev(X)
+    if bool(archive_feasible(archive, ev, out, X, o.constraint_tol)[0]):
+        Fi = out[:, :m].cpu().numpy().astype(np.float64)
+        # without general constraints an end joins the solutions only where it is new: farther than two
+        # resolutions from each (normalized by the archived front's ranges) and dominated by none (the
+        # rays reach most fronts' ends themselves; another solution there only moves the mesh)
+        new = ev.constrained or not SF.shape[0]
+        if not new and np.all(np.isfinite(Fi)):
+            gap = float(np.min(np.linalg.norm((SF - Fi) / span, axis=1)))
+            new = gap > 2 * o.front_resolution and not bool(np.any(np.all(SF <= Fi, axis=1)))
+        if np.all(np.isfinite(Fi)) and new:
+            SF = np.concatenate([SF, Fi])
+            SX = {n: torch.cat([t, X[n].to(t.dtype)]) for n, t in SX.items()}
     return SF, SX
 
 

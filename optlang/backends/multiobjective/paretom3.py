@@ -513,6 +513,7 @@ class ParetoM3Options:
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
     front_exchange: bool = True  # stage 0: a ray restarts from an archived point that beats its achievement
     front_extremes: bool = True  # each objective's end (least f_i, Pareto optimal) by SLSQP after stage 0
+    front_extreme_probe: int = 17  # ... and from the best of this many values along each position coordinate
     front_extreme_iters: int = 50  # SLSQP iterations per objective at most
     front_exchange_tol: float = 1e-3  # ... by more than this (normalized achievement units)
     front_iters: int = 100  # stage-0 iterations at most (all directions as one batch; ctx.max_iter overrides)
@@ -562,6 +563,7 @@ RANGES = {
     "front_explore_local": "[0,1]",
     "front_kink_snap": "[0,1]",
     "front_extreme_iters": ">=1",
+    "front_extreme_probe": ">=0",
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",
     **dict.fromkeys(
@@ -883,6 +885,11 @@ class ParetoM3(Backend):
                 if not try_polish(start):
                     continue
                 phi_new = float(preference.value(polished["r"].values))
+                F_new = np.array([float(f.value(polished["r"].values)) for _, f in problem.objectives])
+                if strictly_dominating_count(found.F, F_new, merit_tolerance(F_new)):
+                    # a certified point of a local front (ZDT3's curve between its Pareto pieces): Pareto-
+                    # critical, weakly Pareto by the merit's local ascent, and dominated by scan points
+                    continue
                 if n_dom or (not certified and not weakly_pareto) or phi_new < current - margin:
                     polished["scanned"] = True
                     return f"{head}: {why}; polished and certified from a scan point (φ {phi_new:.6g})", 0
@@ -1148,8 +1155,8 @@ class ParetoM3(Backend):
         # the loop's own stop speaks for the loop's point only: an uncertified polish returned instead
         # (better in φ, weakly Pareto by the merit test) claims nothing
         replaced = bool(chosen) and not polished
-        if status.has_solution and (refuted or not ok[best] or replaced) and status == Status.CONVERGED:
-            status = Status.FEASIBLE
+        if status.has_solution and (refuted or not ok[best] or replaced or n_dom) and status == Status.CONVERGED:
+            status = Status.FEASIBLE  # never `converged` with a failing check (a seen point dominates it)
         scalar = polished.get("how") in ("scalar", "end", "neighbours")  # a sampled test, not the polish
         if polished.get("how") == "neighbours":
             returned = "certified by the neighbours test (inside the Pareto set: a kink of φ or an objective)" + (
