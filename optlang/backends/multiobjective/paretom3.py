@@ -880,6 +880,8 @@ class ParetoM3(Backend):
             if not starts:
                 return f"{head}: {why}", n_dom
             before = dict(polished)
+            edges: list[dict[str, np.ndarray]] = []
+            last_scan_edges.clear()
             for start in starts:
                 polished.clear()
                 if not try_polish(start):
@@ -888,13 +890,18 @@ class ParetoM3(Backend):
                 F_new = np.array([float(f.value(polished["r"].values)) for _, f in problem.objectives])
                 if strictly_dominating_count(found.F, F_new, merit_tolerance(F_new)):
                     # a certified point of a local front (ZDT3's curve between its Pareto pieces): Pareto-
-                    # critical, weakly Pareto by the merit's local ascent, and dominated by scan points
+                    # critical, weakly Pareto by the merit's local ascent, and dominated by scan points. Where
+                    # the polish left the Pareto set, its edge between the start and that point is kept
+                    edge = dominance_edge(found, start, polished["r"].values)
+                    if edge is not None:
+                        edges.append(edge)
                     continue
                 if n_dom or (not certified and not weakly_pareto) or phi_new < current - margin:
                     polished["scanned"] = True
                     return f"{head}: {why}; polished and certified from a scan point (φ {phi_new:.6g})", 0
             polished.clear()
             polished.update(before)
+            last_scan_edges.extend(edges)
             tried = f"{head}: {why}; the polish from its {len(starts)} points of least φ gave no better certified point"
             far = found.lowest_elsewhere(Fv)
             clearly_lower = far is not None and (not np.isfinite(current) or clearly_below(found.phi[far], current))
@@ -939,6 +946,40 @@ class ParetoM3(Backend):
             return f"{head}: {why}; the loop from its best point (not certified) replaced the answer", 0
 
         last_scan: dict[str, FrontScan] = {}
+        last_scan_edges: list[dict[str, np.ndarray]] = []  # where polishes from scan points left the Pareto set
+
+        def dominance_edge(
+            found: FrontScan, start: dict[str, np.ndarray], end: dict[str, np.ndarray]
+        ) -> dict[str, np.ndarray] | None:
+            """The last point of the segment from `start` (a scan point) to `end` (its polish, dominated by
+            the scan) that no scan point strictly dominates, by bisection (40 evaluations), when it is lower
+            in φ than `start`; None under general constraints (the segment may leave them) or otherwise.
+            ZDT3: a distance to a point whose answer is the first point of a piece — the polish slides along
+            the curve into the part the previous piece dominates, and the answer is where that begins."""
+            if problem.constraints:
+                return None
+            a = {n: np.asarray(v, dtype=np.float64) for n, v in start.items()}
+            b = {n: np.asarray(end[n], dtype=np.float64) for n in a}
+
+            def at(t: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
+                vals = {n: a[n] + t * (b[n] - a[n]) for n in a}
+                return vals, np.array([float(f.value(vals)) for _, f in problem.objectives])
+
+            def beaten(F: np.ndarray) -> bool:
+                return (
+                    not np.all(np.isfinite(F))
+                    or strictly_dominating_count(found.F, F, 1e-12 * (1.0 + float(np.abs(F).max()))) > 0
+                )
+
+            lo_t, hi_t = 0.0, 1.0
+            if beaten(at(lo_t)[1]):
+                return None
+            for _ in range(40):
+                mid = 0.5 * (lo_t + hi_t)
+                lo_t, hi_t = (lo_t, mid) if beaten(at(mid)[1]) else (mid, hi_t)
+            pol_evals[0] += 41
+            vals, _ = at(lo_t)
+            return vals if float(preference.value(vals)) < float(preference.value(a)) else None
 
         def lower_on_front(found: FrontScan, standing: dict[str, np.ndarray]) -> str:
             """The answer that stands after the scan, certified or not, against the scan's points of least φ:
@@ -951,10 +992,20 @@ class ParetoM3(Backend):
                 return ""
             F_standing = np.array([float(f.value(standing)) for _, f in problem.objectives])
             order = [int(i) for i in np.argsort(found.phi) if clearly_below(float(found.phi[i]), current)]
-            for i in order[:3]:
-                point, on_front, u_p_, F_p = toward_front(found.point(i))
+            # the edges of the Pareto set that polishes ran past (`dominance_edge`) first, next to the answer
+            # or not: clearly lower than a certified answer (a point within the merit tolerance of the front
+            # can be lower in φ than the exact one), lower by more than rounding than an uncertified one
+            candidates = [(e, True) for e in last_scan_edges] + [(found.point(i), False) for i in order[:3]]
+            for start_p, is_edge in candidates:
+                point, on_front, u_p_, F_p = toward_front(start_p)
                 phi_p = float(preference.value(point))
-                if not (on_front and clearly_below(phi_p, current) and found.apart(F_p, F_standing)):
+                if is_edge:
+                    lower = clearly_below(phi_p, current) or (
+                        not polished and phi_p < current - 1e-9 * (1.0 + abs(current))
+                    )
+                    if not (on_front and lower) or strictly_dominating_count(found.F, F_p, merit_tolerance(F_p)):
+                        continue
+                elif not (on_front and clearly_below(phi_p, current) and found.apart(F_p, F_standing)):
                     continue
                 # near a degenerate end ((·)² of a squared distance) a point 0.07 off the Pareto set passes
                 # the merit test with a φ (a target for x) 0.26 lower: Benson's local Pareto test decides
@@ -963,6 +1014,27 @@ class ParetoM3(Backend):
                 pol_evals[0] += model.count
                 if not on_set:
                     continue
+                if not is_edge and use_polish and not ctx.should_stop():
+                    # the scan point lies next to an answer the scan only sampled: its polish, when the scan
+                    # dominates it, ran past an edge of the Pareto set (ZDT3: a piece's first point), taken
+                    # when lower still
+                    before_p = dict(polished)
+                    polished.clear()
+                    if try_polish(point):
+                        F_q = np.array([float(f.value(polished["r"].values)) for _, f in problem.objectives])
+                        if strictly_dominating_count(found.F, F_q, merit_tolerance(F_q)):
+                            edge = dominance_edge(found, point, polished["r"].values)
+                            if edge is not None:
+                                e_point, e_on, e_u, e_F = toward_front(edge)
+                                e_phi = float(preference.value(e_point))
+                                if (
+                                    e_on
+                                    and e_phi < phi_p - 1e-9 * (1.0 + abs(phi_p))
+                                    and not strictly_dominating_count(found.F, e_F, merit_tolerance(e_F))
+                                ):
+                                    point, u_p_, F_p, phi_p = e_point, e_u, e_F, e_phi
+                    polished.clear()
+                    polished.update(before_p)
                 polished.clear()
                 better.update(
                     values=point,
