@@ -815,7 +815,6 @@ def _collapsed(archive: Any) -> bool:
 
 
 _EXTREME_EPS = 1e-3  # the other objectives' weight (in units of each one's range) in an end's objective
-_PILOT_OFFSET = 4409  # the seed stream of the ends' uniform sample (not the rays' starts)
 
 
 def _weighted_objectives(problem: MultiObjectiveProblem, weights: np.ndarray) -> TorchFunction:
