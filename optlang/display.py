@@ -53,6 +53,8 @@ def user_rows(r: Any) -> list[tuple[str, str]]:
         rows.append((name, fmt_value(v)))
     if isinstance(r.info.get("error"), str):  # why a solve found nothing: never a hidden detail
         rows.append(("error", r.info["error"]))
+    if isinstance(r.info.get("advice"), str):  # what may get a certified answer where this one is not
+        rows.append(("advice", r.info["advice"]))
     return rows
 
 
@@ -60,7 +62,7 @@ def internal_rows(r: Any) -> list[tuple[str, str]]:
     """Backend internals (info scalars): shown with --verbose, always present in the JSON."""
     out = []
     for k, v in r.info.items():
-        if k in ("method", "objectives", "error"):
+        if k in ("method", "objectives", "error", "advice"):
             continue
         if isinstance(v, bool) or isinstance(v, (int, str)):
             out.append((k, str(v)))

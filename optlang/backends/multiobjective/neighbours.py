@@ -59,7 +59,7 @@ def certify_neighbours(
     """Test `values` as a preferred point inside the Pareto set (module docstring); None when fewer than
     two directions have neighbours (an end) or the point cannot be evaluated. General constraints:
     `feasible` (flat rows → mask) and `constraints` (scipy's SLSQP form), as for `certify_end`."""
-    from optlang.backends.multiobjective.polish import run_slsqp, scipy_bounds
+    from optlang.backends.multiobjective.polish import run_slsqp, scipy_bounds, steep_bounds
 
     m = len(problem.objectives)
     if m > MAX_OBJECTIVES:
@@ -92,6 +92,17 @@ def certify_neighbours(
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
 
     seen: dict[tuple[int, bytes], tuple[float, np.ndarray]] = {}  # the current point's (f_k, ∇f_k)
+    # coordinates held on a bound by an infinite slope (ZDT6's mean(x)^¼ at 0): fixed there, their
+    # gradients left out, as in the polish (else SLSQP sees ∞ and finds no neighbour)
+    J0 = np.stack([weighted_value_grad(fns, fl, np.eye(m)[k], z)[1] for k in range(m)])
+    calls += 1
+    held = np.zeros(z.size, bool)
+    if not np.all(np.isfinite(J0)):
+        sides = steep_bounds(J0, z, fl.lo, fl.hi, width, (fl.grp >= 0) | (fl.bgrp >= 0))
+        if sides is None:
+            return None
+        held = sides != 0
+        z = np.where(sides < 0, fl.lo, np.where(sides > 0, fl.hi, z))
 
     def f_grad(k: int, x: np.ndarray) -> tuple[float, np.ndarray]:
         """f_k and its gradient at x; SLSQP asks for f₁, the caps' values and their Jacobians at the same
@@ -100,10 +111,12 @@ def certify_neighbours(
         if key not in seen:
             if len(seen) >= m:  # only the current point's are asked for again
                 seen.clear()
-            seen[key] = weighted_value_grad(fns, fl, np.eye(m)[k], x)
+            value, grad = weighted_value_grad(fns, fl, np.eye(m)[k], x)
+            grad[held] = 0.0
+            seen[key] = (value, grad)
         return seen[key]
 
-    bounds = scipy_bounds(fl.lo, fl.hi)
+    bounds = scipy_bounds(np.where(held, z, fl.lo), np.where(held, z, fl.hi))
     names = [n for n, _ in problem.objectives]
     rnd_phi = ROUNDING * (1.0 + abs(phi0))
     found_patterns = 0

@@ -81,13 +81,18 @@ def polish(
     pref = preference.compile("cpu", torch.float64)
     m = len(fns)
     count = [0]
+    steep = np.zeros(fl.lo.size, bool)  # coordinates held on a bound by an infinite slope (`steep_bounds`)
 
     def jac_F(z: np.ndarray) -> np.ndarray:
         zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
         vals = fl.split(zt)
         rows = [torch.autograd.grad(f(vals).reshape(()), zt, allow_unused=True)[0] for f in fns]
         count[0] += 1
-        return np.stack([np.zeros(z.size) if r is None else r.numpy() for r in rows])
+        J = np.stack([np.zeros(z.size) if r is None else r.numpy() for r in rows])
+        # held on a bound or a cusp: their infinite slopes there take no part in λ or the tests (the finite
+        # slopes next to a cusp stay: they are what `_holds` reads)
+        J[:, steep] = np.where(np.isfinite(J[:, steep]), J[:, steep], 0.0)
+        return J
 
     z0 = fl.flat(start)
     if not np.all(np.isfinite(z0)):
@@ -95,7 +100,19 @@ def polish(
     width = np.where(np.isfinite(fl.hi - fl.lo), fl.hi - fl.lo, 1.0 + np.abs(z0))
     J0 = jac_F(z0)
     if not np.all(np.isfinite(J0)):
-        return None
+        # a cusp of the objectives (Kursawe's |x|^0.8 at 0: ±∞ or NaN in autograd) at a kink the IR knows:
+        # moved onto it and held like a bound; whether it holds the critical set is `_kinks_held`'s test
+        cusp = _cusps(problem, fl, z0, ~np.all(np.isfinite(J0), axis=0), width)
+        z0 = np.where(np.isnan(cusp), z0, cusp)
+        on_cusp = ~np.isnan(cusp)
+        held = steep_bounds(np.where(on_cusp, 0.0, J0), z0, fl.lo, fl.hi, width, (fl.grp >= 0) | (fl.bgrp >= 0))
+        if held is None:
+            return None
+        steep[:] = (held != 0) | on_cusp
+        z0 = np.where(held < 0, fl.lo, np.where(held > 0, fl.hi, z0))
+        J0 = jac_F(z0)
+        if not np.all(np.isfinite(J0)):
+            return None
     lam0 = _min_norm(J0)
     g0 = lam0 @ J0
     # fixed coordinates: on (or within 1e-3 of) a bound that the weighted gradient pushes against; a
@@ -123,11 +140,20 @@ def polish(
         kink_at &= ~keep_free
     at_lo &= ~kink_at
     at_hi &= ~kink_at
+    at_lo |= steep & (z0 <= fl.lo)
+    at_hi |= steep & (z0 >= fl.hi)
     fixed = at_lo | at_hi | kink_at
     z0 = np.where(at_lo, fl.lo, np.where(at_hi, fl.hi, z0))
     for gi in fl.groups:  # back onto the simplex after zeroing
         idx = np.flatnonzero(fl.grp == gi)
         z0[idx] = z0[idx] / max(z0[idx].sum(), 1e-300)
+    if kink_at.any() or steep.any():
+        # a coordinate moved onto its kink or bound can meet an infinite slope there (|x|^0.8 at 0 from
+        # x = 0.0098): held, its slope left out as above; one that is not fixed there makes λ NaN
+        bad = ~np.all(np.isfinite(jac_F(z0)), axis=0)
+        if np.any(bad & ~fixed):
+            return None
+        steep |= bad
     free = np.flatnonzero(~fixed)
     nf = free.size
     G = len(fl.groups)
@@ -152,18 +178,36 @@ def polish(
         z[free] = v[:nf]
         return z
 
+    free_t = torch.as_tensor(free)
+
+    def leaf(v: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the tensor gradients are taken in, the point): the whole point, or with coordinates held by an
+        infinite slope only its free coordinates — the held ones constant, so no ∞ · 0 reaches the rest."""
+        z = torch.as_tensor(full(v), dtype=torch.float64)
+        if not steep.any():
+            z = z.requires_grad_(True)
+            return z, z
+        zf = z[free_t].clone().requires_grad_(True)
+        return zf, z.index_put((free_t,), zf)
+
+    def on_free(g: torch.Tensor | None, zt: torch.Tensor) -> np.ndarray:
+        """A gradient in `leaf`'s tensor, as the free coordinates' part."""
+        out = np.zeros(zt.numel()) if g is None else g.detach().numpy()
+        return out if steep.any() else out[free]
+
     def phi(v: np.ndarray) -> tuple[float, np.ndarray]:
-        zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
-        p = pref(fl.split(zt)).reshape(())
+        zt, z = leaf(v)
+        p = pref(fl.split(z)).reshape(())
         (g,) = torch.autograd.grad(p, zt, allow_unused=True)
         count[0] += 1
-        g = torch.zeros_like(zt) if g is None else g
         out = np.zeros(v.size)
-        out[:nf] = g.numpy()[free]
+        out[:nf] = on_free(g, zt)
         return float(p.detach()), out
 
     def cons_parts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(∇_free Σλ F, H_λ[free, free], J[:, free]) at the point."""
+        if steep.any():
+            return cons_parts_free(v)
         zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
         lam = torch.as_tensor(v[nf : nf + m], dtype=torch.float64)
         vals = fl.split(zt)
@@ -177,6 +221,33 @@ def polish(
                 H[r] = h.detach().numpy()[free]
         count[0] += 1 + nf
         return gl.detach().numpy(), H, J.detach().numpy()[:, free]
+
+    def jac_free(v: np.ndarray) -> np.ndarray:
+        """J[:, free] at the point, first derivatives only (`leaf`: the held coordinates constant)."""
+        zt, z = leaf(v)
+        vals = fl.split(z)
+        Fs = [f(vals).reshape(()) for f in fns]
+        rows = [torch.autograd.grad(F, zt, retain_graph=True, allow_unused=True)[0] for F in Fs]
+        count[0] += 1
+        return np.stack([on_free(r, zt) for r in rows])
+
+    def cons_parts_free(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`cons_parts` where coordinates are held by infinite slopes. A second derivative through such a
+        slope is ∞ · 0 = NaN in autograd (the held column's ∞ sits upstream of every row), so H_λ is the
+        central difference of the exact ∇_free Σλ F (step 1e-6 of the width, one-sided at a bound)."""
+        lam = v[nf : nf + m]
+        Jf = jac_free(v)
+        H = np.zeros((nf, nf))
+        lo_f, hi_f, w_f = fl.lo[free], fl.hi[free], width[free]
+        for r in range(nf):
+            h = 1e-6 * w_f[r]
+            up, dn = v.copy(), v.copy()
+            up[r] = min(v[r] + h, hi_f[r])
+            dn[r] = max(v[r] - h, lo_f[r])
+            if up[r] > dn[r]:
+                H[r] = lam @ (jac_free(up) - jac_free(dn)) / (up[r] - dn[r])
+        H = 0.5 * (H + H.T)
+        return lam @ Jf, H, Jf
 
     cache: dict[bytes, tuple] = {}
 
@@ -276,6 +347,43 @@ def polish(
     kinks = np.flatnonzero(on_lo & (np.abs(g_all[free] - nu_of[free]) <= 1e-7 * scale))
     stationarity = max(stationarity, _branch_descent(gphi, A, kinks))
     return Polished(values, lam, residual, stationarity, nit, count[0])
+
+
+def _cusps(
+    problem: MultiObjectiveProblem, fl: FlatVariables, z: np.ndarray, bad: np.ndarray, width: np.ndarray
+) -> np.ndarray:
+    """Per coordinate the kink value (problem.kinks) it sits on or within 1e-3 of the width of, where its
+    column of the Jacobian is not finite (`bad`), else NaN: a cusp such as |x|^0.8 at 0."""
+    out = np.full(z.size, np.nan)
+    start = dict(zip([v.name for v in fl.vars], np.cumsum([0, *fl.sizes[:-1]]).tolist(), strict=True))
+    size = dict(zip([v.name for v in fl.vars], fl.sizes, strict=True))
+    for name, index, value in problem.kinks:
+        if name not in start or index >= size[name]:
+            continue
+        j = int(start[name]) + int(index)
+        if bad[j] and abs(z[j] - value) <= 1e-3 * width[j] and fl.grp[j] < 0 and fl.bgrp[j] < 0:
+            out[j] = value
+    return out
+
+
+def steep_bounds(
+    J: np.ndarray, z: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: np.ndarray, not_box: np.ndarray
+) -> np.ndarray | None:
+    """Per coordinate −1 / +1 where an infinite slope holds it on its lower / upper bound, else 0; None when
+    a non-finite slope is anything else. A coordinate is held when it is on (or within 1e-3 of the width of)
+    a box bound and every objective rises leaving it — +∞ or ≥ 0 at the lower bound, −∞ or ≤ 0 at the
+    upper — as ZDT6's g = 1 + 9 mean(x)^¼ at x = 0, or DTLZ6's Σ x^0.1. Such a point is Pareto critical in
+    that coordinate for every λ, so the polish fixes it there; left in, its column makes λ and every test
+    NaN (why every polish on ZDT6's Pareto set failed)."""
+    bad = ~np.all(np.isfinite(J), axis=0)
+    if np.isnan(J).any() or (bad & not_box).any():
+        return None
+    near_lo = z - lo <= 1e-3 * width
+    near_hi = hi - z <= 1e-3 * width
+    up = np.all(J >= 0, axis=0)  # (±∞ compare as numbers)
+    down = np.all(J <= 0, axis=0)
+    held = np.where(bad & near_lo & up, -1, np.where(bad & near_hi & down, 1, 0))
+    return held if np.all(held[bad] != 0) else None
 
 
 def _one_sided(jac_F: Callable[[np.ndarray], np.ndarray], z: np.ndarray, j: int, h: float) -> tuple[np.ndarray, ...]:
