@@ -1,14 +1,15 @@
 """Preferences on the held-out front problems: `benchmarks/mo_heldout.py`'s two-objective models (ZDT4's
 multimodal g, ZDT6, Schaffer, Fonseca–Fleming, quadratics near and far, ZDT1 with |x − ½|, Kursawe, a ball
-domain, and the constrained CONSTR, BNH, SRN, TNK, OSY, quarter circle) with a `prefer` line drawn per
+domain, and the constrained CONSTR, BNH, SRN, TNK, OSY, quarter circle, a mean–variance portfolio) and DTLZ1–4
+and DTLZ7 with two objectives with a `prefer` line drawn per
 problem, solved as a user would (`optlang.parse(text).solve(seed)`).
 
 Three kinds, drawn inside the analytic front's box widened by half its range: the squared distance of F to a
 point (scaled by the box), a weighted sum f1 + w f2 (w scaled by the ranges), and the Chebyshev achievement
 max(w1 (f1 − r1), w2 (f2 − r2)). The exact answer is the least φ over the dense analytic front (a
-one-dimensional problem; Kursawe's front is a grid's, so a run may beat it: a negative error). A run is a
-hit when its φ is within 1e-4 of the least (relative to φ's scale, the box diagonal's φ range) and F within
-1e-3 of the front (relative to its box); a `converged` miss is a false claim.
+one-dimensional problem; Kursawe's is a grid's front refined three times, so a run may beat it: a negative
+error). A run is a hit when its φ is within 1e-4 of the least (relative to φ's scale, the box diagonal's φ
+range) and F within 1e-3 of the front (relative to its box); a `converged` miss is a false claim.
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/mo_prefheld.py [--seed 0] [--only zdt4,bnh] [--kinds dist,lin,cheb]
 """
 
@@ -25,14 +26,48 @@ from pathlib import Path
 import numpy as np
 
 import optlang
+from optlang.backends.multiobjective.metrics import nondominated
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mo_heldout import PROBLEMS, _kursawe_f  # noqa: E402
 
 KINDS = ("dist", "lin", "cheb")
+PI = "3.141592653589793"
+_T = np.linspace(0.0, 1.0, 200001)
+
+
+def _dtlz2(g: str, k: int, pos: str = "x[0]") -> str:
+    """DTLZ2's two-objective quarter circle scaled by 1 + g over x[1:] (k distance variables)."""
+    return (
+        f"var x[{k + 1}] in [0, 1]\nlet g = {g}\nlet a = {pos}\nminimize {{\n"
+        f"  f1: (1 + g) * cos({PI} / 2 * a)\n  f2: (1 + g) * sin({PI} / 2 * a)\n}}\n"
+    )
+
+
+_RASTRIGIN = f"100 * (5 + sum((x[1:] - 0.5)^2 - cos(20 * {PI} * (x[1:] - 0.5))))"
+_QUARTER = np.stack([np.cos(_T * np.pi / 2), np.sin(_T * np.pi / 2)], 1)
+_F7 = _T
+# DTLZ problems with two objectives (Deb et al. 2005; k = 5 for DTLZ1, 10 for DTLZ2–4, 20 for DTLZ7): a
+# linear front behind a multimodal g, the quarter circle, the same behind DTLZ1's g, a biased density
+# (x^100), and a disconnected front
+DTLZ2OBJ: dict[str, tuple[str, np.ndarray]] = {
+    "dtlz1-2": (
+        f"var x[6] in [0, 1]\nlet g = {_RASTRIGIN}\nminimize {{\n  f1: 0.5 * x[0] * (1 + g)\n"
+        "  f2: 0.5 * (1 - x[0]) * (1 + g)\n}\n",
+        np.stack([0.5 * _T, 0.5 * (1 - _T)], 1),
+    ),
+    "dtlz2-2": (_dtlz2("sumsq(x[1:] - 0.5)", 10), _QUARTER),
+    "dtlz3-2": (_dtlz2(_RASTRIGIN.replace("100 * (5 +", "100 * (10 +"), 10), _QUARTER),
+    "dtlz4-2": (_dtlz2("sumsq(x[1:] - 0.5)", 10, "x[0]^100"), _QUARTER),
+    "dtlz7-2": (
+        "var x[21] in [0, 1]\nlet g = 1 + 9 / 20 * sum(x[1:])\nminimize {\n  f1: x[0]\n"
+        f"  f2: (1 + g) * (2 - x[0] / (1 + g) * (1 + sin(3 * {PI} * x[0])))\n}}\n",
+        nondominated(np.stack([_F7, 4 - _F7 * (1 + np.sin(3 * np.pi * _F7))], 1)),
+    ),
+}
 TWO_OBJECTIVES = [
     name for name, (text, _, _) in PROBLEMS.items() if "f3:" not in text and name not in ("portfolio",)
-] + ["portfolio"]
+] + ["portfolio", *DTLZ2OBJ]
 
 
 def _sorted_front(X: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +130,7 @@ def main() -> None:
     print("| problem | preference | status | φ error / scale | distance of F to the front / box | seconds |")
     print("|---|---|---|---|---|---|")
     for name in TWO_OBJECTIVES:
-        text, front, _ = PROBLEMS[name]
+        text, front, _ = PROBLEMS[name] if name in PROBLEMS else (*DTLZ2OBJ[name], None)
         if name not in names:
             R = np.eye(2)
         else:

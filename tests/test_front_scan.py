@@ -238,18 +238,22 @@ prefer f1 + 1.632 * f2
 
 
 def test_a_raised_front_scan_explores_past_local_fronts() -> None:
-    """ZDT4's Rastrigin g (3 distance variables): the default coarse front stays on a local front (the
-    answer is 4.3 above, not certified, and `advice` says what to raise); with front_scan = 10 000 the scan
-    explores as front mode does and the preference is `converged` at the exact least of f1 + 1.632 (1 − √f1)."""
+    """ZDT4's Rastrigin g (3 distance variables), the line test off: the default coarse front stays on a
+    local front (the answer is 4.3 above, not certified, and `advice` says what to raise); with front_scan =
+    10 000 the scan explores as front mode does and the preference is `converged` at the exact least of
+    f1 + 1.632 (1 − √f1). With the line test (the default) the default budget reaches it too."""
     t = np.linspace(0.0, 1.0, 200001)
     least = float(np.min(t + 1.632 * (1 - np.sqrt(t))))
-    local = optlang.parse(ZDT4_SMALL).solve(seed=0)
+    no_lines = "solver paretom3 { line_test = 0%s }\n"
+    local = optlang.parse(ZDT4_SMALL + no_lines % "").solve(seed=0)
     assert local.status.value != "converged" and local.info["preference"] > least + 1.0
     assert "front_scan = 25000" in local.info["advice"]
-    res = optlang.parse(ZDT4_SMALL + "solver paretom3 { front_scan = 10000 }\n").solve(seed=0)
+    res = optlang.parse(ZDT4_SMALL + no_lines % ", front_scan = 10000").solve(seed=0)
     assert res.status.value == "converged" and "advice" not in res.info
     assert abs(res.info["preference"] - least) < 1e-6
     assert np.abs(np.asarray(res.values["y"])).max() < 1e-6
+    lines = optlang.parse(ZDT4_SMALL).solve(seed=0)
+    assert lines.status.value == "converged" and abs(lines.info["preference"] - least) < 1e-6
 
 
 def test_the_end_test_certifies_an_end_where_an_objective_has_an_infinite_slope() -> None:
@@ -301,3 +305,59 @@ prefer 0.03228 * (f1 - -16.36)^2 + 0.007397 * (f2 - -4.286)^2
         r = polish(problem, {"x": np.array([-1.06163323, x1, -1.05133808])}, 200)
         assert r is not None and r.values["x"][1] == 0.0
         assert r.stationarity < 1e-8 and r.residual < 1e-8
+
+
+PI = "3.141592653589793"
+DTLZ1_SMALL = f"""var x[3] in [0, 1]
+let g = 100 * (2 + sum((x[1:] - 0.5)^2 - cos(20 * {PI} * (x[1:] - 0.5))))
+minimize {{
+  f1: 0.5 * x[0] * (1 + g)
+  f2: 0.5 * (1 - x[0]) * (1 + g)
+}}
+prefer f1 + 2.772 * f2
+"""
+
+
+def test_the_line_test_refutes_a_local_front_and_the_solve_reaches_the_global_one() -> None:
+    """DTLZ1's Rastrigin g (two distance variables): the answer was certified `converged` on a local
+    front (every test is local). The line test scans each coordinate across its box; a point there that
+    dominates the answer refutes it, and the solve starts again from the best such point. Exact: the
+    front f1 + f2 = 0.5, least f1 + 2.772 f2 = 0.5 at f1 = 0.5."""
+    from optlang.backends.multiobjective.line_test import line_refutation
+
+    model = optlang.parse(DTLZ1_SMALL)
+    local = {"x": np.array([0.3, 0.6, 0.4])}  # both distance variables one basin off: g = 2
+    ref = line_refutation(model.compiled.problem, local)
+    assert ref is not None and ref.dominating > 0
+    assert np.allclose(ref.restart["x"][1:], 0.5)  # both coordinates moved to their best at once
+    clean = line_refutation(model.compiled.problem, {"x": np.array([0.3, 0.5, 0.5])})
+    assert clean is not None and clean.dominating == 0 and clean.restart is None
+    res = model.solve(seed=0)
+    assert res.status.value == "converged"
+    assert abs(res.info["preference"] - 0.5) < 1e-9
+    assert "solved again" in res.info["line_test"]
+    assert all(c.passed for c in res.checks) and "coordinate_lines" in {c.name for c in res.checks}
+
+
+def test_the_polish_does_not_certify_a_plateau_of_the_objectives() -> None:
+    """DTLZ4's position x₀^100: at x₀ = 0.62 the point is the front's corner (1, 0) and moving x₀ moves
+    nothing (~1e-19). The polish's stationarity was ~0 there (a Chebyshev preference of the held-out battery
+    was certified 0.14 above its least); along such a plateau the polish no longer certifies."""
+    from optlang.backends.multiobjective.polish import polish
+
+    text = f"""var x[4] in [0, 1]
+let g = sumsq(x[1:] - 0.5)
+let a = x[0]^100
+minimize {{
+  f1: (1 + g) * cos({PI} / 2 * a)
+  f2: (1 + g) * sin({PI} / 2 * a)
+}}
+prefer (f1 - 0.8)^2 + (f2 - 0.8)^2
+"""
+    problem = optlang.parse(text).compiled.problem
+    r = polish(problem, {"x": np.array([0.62463089, 0.5, 0.5, 0.5])}, 200)
+    assert r is None or r.stationarity >= 1.0
+    # where the front moves (a = x₀^100 near ½) the polish certifies the answer, a = ½ (45°)
+    smooth = polish(problem, {"x": np.array([0.99, 0.5, 0.5, 0.5])}, 200)
+    assert smooth is not None and smooth.stationarity < 1e-7
+    assert abs(smooth.values["x"][0] ** 100 - 0.5) < 1e-9

@@ -544,6 +544,8 @@ class ParetoM3Options:
         4000  # 2+ variables, with a preference: evaluations of a coarse front checking the answer; 0 = off
     )
     polish_restarts: int = 2  # uncertified at the end: polish again from this many seen points of least φ
+    line_test: int = 41  # 2+ variables: values per box coordinate of the line test (line_test.py); 0 = off
+    line_rounds: int = 3  # solves again from a refuting line point, at most this many times
     polish_max_dim: int = 200  # polish only problems with at most this many scalar variables (Hessians are formed)
     scalar_scan: int = 20001  # one scalar in a finite box: points of the whole-box scan for a lower φ (0: off)
     stat_tol: float = 1e-7  # converged: tangential stationarity and KKT residual (both relative) below this
@@ -567,7 +569,17 @@ RANGES = {
     "front_exchange_tol": ">=0",
     "constraint_tol": ">0",
     **dict.fromkeys(
-        ("front_theta", "front_alpha", "front_max", "polish_max_dim", "polish_restarts", "scalar_scan", "front_scan"),
+        (
+            "front_theta",
+            "front_alpha",
+            "front_max",
+            "polish_max_dim",
+            "polish_restarts",
+            "scalar_scan",
+            "front_scan",
+            "line_test",
+            "line_rounds",
+        ),
         ">=0",
     ),
     **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
@@ -665,7 +677,7 @@ class ParetoM3(Backend):
             _check_constrained_scan(options, len(problem.objectives))
             return solve_constrained(problem, problem.preference, options, ctx)
         if problem.preference is not None:
-            return self._preferred(problem, problem.preference, options, ctx)
+            return self._preferred_with_lines(problem, problem.preference, options, ctx)
         from optlang.backends.multiobjective.front import front_directions
 
         _check_front_budget(options, len(problem.objectives), front_directions(problem, options)[1])
@@ -680,8 +692,60 @@ class ParetoM3(Backend):
             _check_constrained_scan(options, form.n_objectives)
 
     # --- with a preference: one preferred weakly Pareto point
-    def _preferred(
+    def _preferred_with_lines(
         self, problem: MultiObjectiveProblem, preference: TorchFunction, o: ParetoM3Options, ctx: RunContext
+    ) -> RawSolution:
+        """The preferred point, then the line test (line_test.py) on it: a refuted answer is solved again
+        from the test's restart, at most `line_rounds` times. Every certificate is local; the line test is
+        the one global refutation (DTLZ1 and DTLZ3 with two objectives: certified on local fronts)."""
+        from optlang.backends.multiobjective.line_test import line_refutation
+
+        raw = self._preferred(problem, preference, o, ctx)
+        if o.line_test <= 0 or scalar_applies(problem) or not raw.status.has_solution:
+            return raw
+        total = int(raw.info.get("evaluations", 0))
+        notes: list[str] = []
+        rounds = 0
+        # an iteration cap the caller set (max_iter) bounds the work: the test runs, nothing starts again
+        max_rounds = o.line_rounds if ctx.max_iter is None else 0
+        while True:
+            ref = line_refutation(problem, raw.values, o.line_test) if not ctx.should_stop() else None
+            if ref is None:
+                return raw  # it could not run (no finite box coordinate) or the clock ran out
+            total += ref.evaluations
+            if ref.restart is None or rounds >= max_rounds or ctx.should_stop():
+                break
+            rounds += 1
+            notes.append(
+                f"{ref.dominating} points of its coordinate lines dominate the answer (φ {raw.objective:.6g}); "
+                f"solved again from the best of them"
+            )
+            raw = self._preferred(problem, preference, o, ctx, start=ref.restart)
+            total += int(raw.info.get("evaluations", 0))
+        lines = f"{o.line_test} values across the box of each box coordinate"
+        if ref.restart is None:
+            detail = f"no point of the coordinate lines ({lines}) dominates the answer"
+        else:
+            detail = f"{ref.dominating} points of the coordinate lines ({lines}) dominate the answer"
+            if raw.status == Status.CONVERGED:
+                raw.status = Status.FEASIBLE  # a certificate is local; this refutation is not
+            raw.info["advice"] = (
+                "points of the coordinate lines dominate the answer: the problem has local fronts (a "
+                "multimodal objective); a larger coarse front may reach the global one: solver paretom3 "
+                "{ front_scan = 25000, line_rounds = 10 }"
+            )
+        raw.info["line_test"] = "; ".join([*notes, detail])
+        raw.info["evaluations"] = total
+        raw.checks["coordinate_lines"] = (ref.restart is None, detail)
+        return raw
+
+    def _preferred(
+        self,
+        problem: MultiObjectiveProblem,
+        preference: TorchFunction,
+        o: ParetoM3Options,
+        ctx: RunContext,
+        start: dict[str, np.ndarray] | None = None,
     ) -> RawSolution:
         m = len(problem.objectives)
         names = [n for n, _ in problem.objectives]
@@ -689,6 +753,14 @@ class ParetoM3(Backend):
         loop = M3Loop(problem, o, ctx, archive)
         B = max(1, o.starts)
         X0 = batched_init(problem.variables, B, ctx)
+        if start is not None:  # solved again from a point (the line test's restart): every start there
+            X0 = {
+                n: torch.as_tensor(np.asarray(start[n], dtype=np.float64), dtype=ctx.dtype, device=ctx.device)
+                .reshape(1, *X0[n].shape[1:])
+                .repeat(B, *([1] * (X0[n].dim() - 1)))
+                .contiguous()
+                for n in X0
+            }
         iters = ctx.max_iter if ctx.max_iter is not None else o.iters
 
         def pref(out: torch.Tensor, sel: Any = None) -> torch.Tensor:
