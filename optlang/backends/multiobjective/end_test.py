@@ -70,7 +70,7 @@ def end_applies(problem: MultiObjectiveProblem, max_dim: int) -> bool:
     )
 
 
-class _Eval:
+class PointEval:
     """F (k, m) and φ (k,) at k flat points, float64 on the CPU, batched."""
 
     def __init__(self, problem: MultiObjectiveProblem, fl: FlatVariables) -> None:
@@ -117,7 +117,7 @@ def sampled_start(
     z = fl.flat(values)
     if not np.all(np.isfinite(z)):
         return None
-    ev = _Eval(problem, fl)
+    ev = PointEval(problem, fl)
     F0_rows, phi0_rows = ev(z)
     F0, phi0 = F0_rows[0], float(phi0_rows[0])
     if not (np.all(np.isfinite(F0)) and np.isfinite(phi0)):
@@ -322,7 +322,7 @@ def _descends(
 
 
 def _settle(
-    ev: _Eval,
+    ev: PointEval,
     z: np.ndarray,
     i: int,
     D: np.ndarray,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from optlang.backends.common import FlatVariables
-from optlang.backends.multiobjective.end_test import ROUNDING, _Eval
+from optlang.backends.multiobjective.end_test import ROUNDING, PointEval
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
 
@@ -52,7 +52,7 @@ def line_refutation(
     movable = np.flatnonzero(np.isfinite(fl.lo) & np.isfinite(fl.hi) & (fl.grp < 0) & (fl.bgrp < 0))
     if points < 2 or movable.size == 0 or not np.all(np.isfinite(z)):
         return None
-    ev = _Eval(problem, fl)
+    ev = PointEval(problem, fl)
     F0 = ev(z)[0][0]
     if not np.all(np.isfinite(F0)):
         return None
