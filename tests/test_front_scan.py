@@ -360,3 +360,25 @@ prefer (f1 - 0.8)^2 + (f2 - 0.8)^2
     smooth = polish(problem, {"x": np.array([0.99, 0.5, 0.5, 0.5])}, 200)
     assert smooth is not None and smooth.stationarity < 1e-7
     assert abs(smooth.values["x"][0] ** 100 - 0.5) < 1e-9
+
+
+def test_line_lower_finds_a_lower_phi_the_answer_does_not_dominate() -> None:
+    """After a line-test restart the answer keeps the refuted one's position, and a certificate there is
+    local along the front too (DTLZ3 with a Chebyshev preference: certified 0.18 above its least). On the
+    quarter circle f = (cos, sin)(π/2 x₀) with the distance variables at ½: from the end x₀ = 0 the lines
+    reach x₀ = 0.5, where max(f1 − 0.5, f2 − 0.5) is least; at that point nothing on its lines is lower."""
+    from optlang.backends.multiobjective.line_test import line_lower
+
+    text = f"""var x[3] in [0, 1]
+let g = sumsq(x[1:] - 0.5)
+minimize {{
+  f1: (1 + g) * cos({PI} / 2 * x[0])
+  f2: (1 + g) * sin({PI} / 2 * x[0])
+}}
+prefer maximum(f1 - 0.5, f2 - 0.5)
+"""
+    problem = optlang.parse(text).compiled.problem
+    low, spent = line_lower(problem, {"x": np.array([0.0, 0.5, 0.5])})
+    assert low is not None and spent == 1 + 3 * 41
+    assert abs(low["x"][0] - 0.5) < 1e-12 and np.allclose(low["x"][1:], 0.5)
+    assert line_lower(problem, {"x": np.array([0.5, 0.5, 0.5])})[0] is None

@@ -85,3 +85,36 @@ def line_refutation(
         restart, restart_gain = combined, float(((F0 - Fc) / sig).sum())
     split = {k: t.numpy().copy() for k, t in fl.split(torch.as_tensor(restart, dtype=torch.float64)).items()}
     return LineRefutation(int(dom.sum()), split, restart_gain, evaluations)
+
+
+def line_lower(
+    problem: MultiObjectiveProblem, values: dict[str, np.ndarray], points: int = 41
+) -> tuple[dict[str, np.ndarray] | None, int]:
+    """(the point of least φ on the coordinate lines of `values` that the point does not dominate, when
+    that φ is lower than the point's by more than 1e-6 (1 + |φ|); evaluations). After a restart the answer's
+    position coordinates start where the refuted answer's were, and a certificate there is local along the
+    front too (DTLZ3 with a Chebyshev preference: certified 0.18 above its least); such a point is where
+    the solve may start once more."""
+    fl = FlatVariables(problem.variables)
+    z = fl.flat(values)
+    movable = np.flatnonzero(np.isfinite(fl.lo) & np.isfinite(fl.hi) & (fl.grp < 0) & (fl.bgrp < 0))
+    if points < 2 or movable.size == 0 or not np.all(np.isfinite(z)):
+        return None, 0
+    ev = PointEval(problem, fl)
+    F0_rows, phi0_rows = ev(z)
+    F0, phi0 = F0_rows[0], float(phi0_rows[0])
+    Z = np.repeat(z[None], movable.size * points, axis=0)
+    cols = np.repeat(movable, points)
+    Z[np.arange(Z.shape[0]), cols] = fl.lo[cols] + np.tile(np.linspace(0.0, 1.0, points), movable.size) * (
+        fl.hi[cols] - fl.lo[cols]
+    )
+    F, phi = ev(Z)
+    evaluations = 1 + Z.shape[0]
+    ok = np.all(np.isfinite(F), axis=1) & np.isfinite(phi)
+    dominated = np.all(F0 <= F, axis=1) & np.any(F0 < F, axis=1)
+    cand = ok & ~dominated & (phi < phi0 - 1e-6 * (1.0 + abs(phi0)))
+    if not np.isfinite(phi0) or not cand.any():
+        return None, evaluations
+    best = int(np.argmin(np.where(cand, phi, np.inf)))
+    split = {k: t.numpy().copy() for k, t in fl.split(torch.as_tensor(Z[best], dtype=torch.float64)).items()}
+    return split, evaluations

@@ -698,7 +698,7 @@ class ParetoM3(Backend):
         """The preferred point, then the line test (line_test.py) on it: a refuted answer is solved again
         from the test's restart, at most `line_rounds` times. Every certificate is local; the line test is
         the one global refutation (DTLZ1 and DTLZ3 with two objectives: certified on local fronts)."""
-        from optlang.backends.multiobjective.line_test import line_refutation
+        from optlang.backends.multiobjective.line_test import line_lower, line_refutation
 
         raw = self._preferred(problem, preference, o, ctx)
         if o.line_test <= 0 or scalar_applies(problem) or not raw.status.has_solution:
@@ -722,6 +722,29 @@ class ParetoM3(Backend):
             )
             raw = self._preferred(problem, preference, o, ctx, start=ref.restart)
             total += int(raw.info.get("evaluations", 0))
+        if ref.restart is None and rounds and not ctx.should_stop():
+            # the restart kept the refuted answer's position: a lower φ on its lines (one the answer does not
+            # dominate) starts the solve once more; its answer is taken only when certified and lower
+            low, spent = line_lower(problem, raw.values, o.line_test)
+            total += spent
+            if low is not None:
+                again = self._preferred(problem, preference, o, ctx, start=low)
+                total += int(again.info.get("evaluations", 0))
+                phi_old = float(raw.objective) if raw.objective is not None else np.inf
+                better = again.objective is not None and again.objective < phi_old - 1e-9 * (1.0 + abs(phi_old))
+                if better and again.status == Status.CONVERGED:
+                    check = line_refutation(problem, again.values, o.line_test)
+                    if check is not None:
+                        total += check.evaluations
+                    if check is not None and check.restart is None:
+                        notes.append(
+                            f"a point of its coordinate lines has a lower φ (the answer's {phi_old:.6g}); solved "
+                            "again from it"
+                        )
+                        raw, ref = again, check
+                elif raw.status == Status.CONVERGED:
+                    raw.status = Status.FEASIBLE  # a point of its lines is lower in φ and not dominated by it
+                    notes.append("a point of its coordinate lines that it does not dominate has a lower φ")
         lines = f"{o.line_test} values across the box of each box coordinate"
         if ref.restart is None:
             detail = f"no point of the coordinate lines ({lines}) dominates the answer"
