@@ -41,38 +41,48 @@ class LineRefutation:
     evaluations: int
 
 
-def line_refutation(
-    problem: MultiObjectiveProblem, values: dict[str, np.ndarray], points: int = 41
-) -> LineRefutation | None:
-    """The line test at `values` (module docstring): `dominating` = 0 when no row dominates the point;
-    None when it cannot run (the point is not finite, or no coordinate has a finite box: simplex and ball
-    entries are never moved)."""
+def _lines(
+    problem: MultiObjectiveProblem, values: dict[str, np.ndarray], points: int
+) -> tuple[FlatVariables, np.ndarray, PointEval, np.ndarray, float, np.ndarray, np.ndarray] | None:
+    """(fl, z, the evaluator, F(z), φ(z), the line points Z, the coordinate each row moves) of the lines
+    through `values`: every box coordinate at `points` evenly spaced values of its box; None when the test
+    cannot run (a point that is not finite, no finite box coordinate: simplex and ball entries never move)."""
     fl = FlatVariables(problem.variables)
     z = fl.flat(values)
     movable = np.flatnonzero(np.isfinite(fl.lo) & np.isfinite(fl.hi) & (fl.grp < 0) & (fl.bgrp < 0))
     if points < 2 or movable.size == 0 or not np.all(np.isfinite(z)):
         return None
     ev = PointEval(problem, fl)
-    F0 = ev(z)[0][0]
-    if not np.all(np.isfinite(F0)):
-        return None
-    sig = 1.0 + np.abs(F0)
-    grid = np.linspace(0.0, 1.0, points)
+    F0_rows, phi0_rows = ev(z)
     Z = np.repeat(z[None], movable.size * points, axis=0)
-    rows = np.arange(Z.shape[0])
     cols = np.repeat(movable, points)
-    Z[rows, cols] = (fl.lo[cols] + np.tile(grid, movable.size) * (fl.hi[cols] - fl.lo[cols])).clip(
-        fl.lo[cols], fl.hi[cols]
-    )
+    Z[np.arange(Z.shape[0]), cols] = (
+        fl.lo[cols] + np.tile(np.linspace(0.0, 1.0, points), movable.size) * (fl.hi[cols] - fl.lo[cols])
+    ).clip(fl.lo[cols], fl.hi[cols])
+    return fl, z, ev, F0_rows[0], float(phi0_rows[0]), Z, cols
+
+
+def _split(fl: FlatVariables, flat: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: t.numpy().copy() for k, t in fl.split(torch.as_tensor(flat, dtype=torch.float64)).items()}
+
+
+def line_refutation(
+    problem: MultiObjectiveProblem, values: dict[str, np.ndarray], points: int = 41
+) -> LineRefutation | None:
+    """The line test at `values` (module docstring): `dominating` = 0 when no row dominates the point;
+    None when it cannot run (`_lines`)."""
+    lines = _lines(problem, values, points)
+    if lines is None or not np.all(np.isfinite(lines[3])):
+        return None
+    fl, z, ev, F0, _, Z, cols = lines
+    sig = 1.0 + np.abs(F0)
     F, _ = ev(Z)
     evaluations = 1 + Z.shape[0]
     ok = np.all(np.isfinite(F), axis=1)
-    rnd = ROUNDING * sig
-    dom = ok & np.all(F <= F0, axis=1) & np.any(F < F0 - rnd, axis=1)
+    dom = ok & np.all(F <= F0, axis=1) & np.any(F < F0 - ROUNDING * sig, axis=1)
     if not dom.any():
         return LineRefutation(0, None, 0.0, evaluations)
-    gain = ((F0 - F) / sig).sum(axis=1)
-    gain = np.where(dom, gain, -np.inf)
+    gain = np.where(dom, ((F0 - F) / sig).sum(axis=1), -np.inf)
     best_row = int(np.argmax(gain))
     combined = z.copy()
     for j in np.unique(cols[dom]).tolist():
@@ -83,8 +93,7 @@ def line_refutation(
     evaluations += 1
     if np.all(np.isfinite(Fc)) and np.all(Fc <= F0) and float(((F0 - Fc) / sig).sum()) > restart_gain:
         restart, restart_gain = combined, float(((F0 - Fc) / sig).sum())
-    split = {k: t.numpy().copy() for k, t in fl.split(torch.as_tensor(restart, dtype=torch.float64)).items()}
-    return LineRefutation(int(dom.sum()), split, restart_gain, evaluations)
+    return LineRefutation(int(dom.sum()), _split(fl, restart), restart_gain, evaluations)
 
 
 def line_lower(
@@ -95,19 +104,10 @@ def line_lower(
     position coordinates start where the refuted answer's were, and a certificate there is local along the
     front too (DTLZ3 with a Chebyshev preference: certified 0.18 above its least); such a point is where
     the solve may start once more."""
-    fl = FlatVariables(problem.variables)
-    z = fl.flat(values)
-    movable = np.flatnonzero(np.isfinite(fl.lo) & np.isfinite(fl.hi) & (fl.grp < 0) & (fl.bgrp < 0))
-    if points < 2 or movable.size == 0 or not np.all(np.isfinite(z)):
+    lines = _lines(problem, values, points)
+    if lines is None:
         return None, 0
-    ev = PointEval(problem, fl)
-    F0_rows, phi0_rows = ev(z)
-    F0, phi0 = F0_rows[0], float(phi0_rows[0])
-    Z = np.repeat(z[None], movable.size * points, axis=0)
-    cols = np.repeat(movable, points)
-    Z[np.arange(Z.shape[0]), cols] = fl.lo[cols] + np.tile(np.linspace(0.0, 1.0, points), movable.size) * (
-        fl.hi[cols] - fl.lo[cols]
-    )
+    fl, _, ev, F0, phi0, Z, _ = lines
     F, phi = ev(Z)
     evaluations = 1 + Z.shape[0]
     ok = np.all(np.isfinite(F), axis=1) & np.isfinite(phi)
@@ -115,6 +115,4 @@ def line_lower(
     cand = ok & ~dominated & (phi < phi0 - 1e-6 * (1.0 + abs(phi0)))
     if not np.isfinite(phi0) or not cand.any():
         return None, evaluations
-    best = int(np.argmin(np.where(cand, phi, np.inf)))
-    split = {k: t.numpy().copy() for k, t in fl.split(torch.as_tensor(Z[best], dtype=torch.float64)).items()}
-    return split, evaluations
+    return _split(fl, Z[int(np.argmin(np.where(cand, phi, np.inf)))]), evaluations
