@@ -46,7 +46,6 @@ def _dtlz2(g: str, k: int, pos: str = "x[0]") -> str:
 
 _RASTRIGIN = f"100 * (5 + sum((x[1:] - 0.5)^2 - cos(20 * {PI} * (x[1:] - 0.5))))"
 _QUARTER = np.stack([np.cos(_T * np.pi / 2), np.sin(_T * np.pi / 2)], 1)
-_F7 = _T
 # DTLZ problems with two objectives (Deb et al. 2005; k = 5 for DTLZ1, 10 for DTLZ2–4, 20 for DTLZ7): a
 # linear front behind a multimodal g, the quarter circle, the same behind DTLZ1's g, a biased density
 # (x^100), and a disconnected front
@@ -62,7 +61,7 @@ DTLZ2OBJ: dict[str, tuple[str, np.ndarray]] = {
     "dtlz7-2": (
         "var x[21] in [0, 1]\nlet g = 1 + 9 / 20 * sum(x[1:])\nminimize {\n  f1: x[0]\n"
         f"  f2: (1 + g) * (2 - x[0] / (1 + g) * (1 + sin(3 * {PI} * x[0])))\n}}\n",
-        nondominated(np.stack([_F7, 4 - _F7 * (1 + np.sin(3 * np.pi * _F7))], 1)),
+        nondominated(np.stack([_T, 4 - _T * (1 + np.sin(3 * np.pi * _T))], 1)),
     ),
 }
 TWO_OBJECTIVES = [

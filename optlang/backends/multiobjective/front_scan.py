@@ -36,7 +36,8 @@ else:
 SCAN_DIRECTIONS = {2: 16, 3: 21}
 # a start is skipped when it lies within this normalized objective distance of one already taken
 SEPARATION = 0.05
-# the default `front_scan`: a budget above it lets the coarse front explore (front_explore), as front mode does
+# the default `front_scan` (ParetoM3Options): a budget above it lets the coarse front explore (front_explore),
+# as front mode does
 SCAN_EXPLORES_ABOVE = 4000
 
 

@@ -540,9 +540,8 @@ class ParetoM3Options:
     end_test: bool = True  # 2+ variables: the sampled end test where the polish cannot certify, or at an end
     neighbour_test: bool = True  # 2+ variables: the sampled neighbours test where the polish cannot certify
     polish_every: int = 100  # try the polish every this many loop iterations; stop when it is stationary
-    front_scan: int = (
-        4000  # 2+ variables, with a preference: evaluations of a coarse front checking the answer; 0 = off
-    )
+    # 2+ variables, with a preference: evaluations of a coarse front checking the answer; 0 = off
+    front_scan: int = SCAN_EXPLORES_ABOVE
     polish_restarts: int = 2  # uncertified at the end: polish again from this many seen points of least φ
     line_test: int = 41  # 2+ variables: values per box coordinate of the line test (line_test.py); 0 = off
     line_rounds: int = 3  # solves again from a refuting line point, at most this many times

@@ -361,14 +361,22 @@ def _cusps(
     """Per coordinate the kink value (problem.kinks) it sits on or within 1e-3 of the width of, where its
     column of the Jacobian is not finite (`bad`), else NaN: a cusp such as |x|^0.8 at 0."""
     out = np.full(z.size, np.nan)
+    for j, value in _kink_sites(problem, fl):
+        if bad[j] and abs(z[j] - value) <= 1e-3 * width[j]:
+            out[j] = value
+    return out
+
+
+def _kink_sites(problem: MultiObjectiveProblem, fl: FlatVariables) -> list[tuple[int, float]]:
+    """(flat index, value) of each kink the IR knows (problem.kinks) on a box or free coordinate."""
     start = dict(zip([v.name for v in fl.vars], np.cumsum([0, *fl.sizes[:-1]]).tolist(), strict=True))
     size = dict(zip([v.name for v in fl.vars], fl.sizes, strict=True))
+    out = []
     for name, index, value in problem.kinks:
-        if name not in start or index >= size[name]:
-            continue
-        j = int(start[name]) + int(index)
-        if bad[j] and abs(z[j] - value) <= 1e-3 * width[j] and fl.grp[j] < 0 and fl.bgrp[j] < 0:
-            out[j] = value
+        if name in start and index < size[name]:
+            j = int(start[name]) + int(index)
+            if fl.grp[j] < 0 and fl.bgrp[j] < 0:
+                out.append((j, float(value)))
     return out
 
 
@@ -425,14 +433,9 @@ def _kinks_held(
     that hold the Pareto-critical set there (`_holds`); they are moved onto the kink (z is changed in
     place). `step` is the offset at which the kink's two sides are measured."""
     near, step = np.zeros(z.size, bool), np.zeros(z.size)
-    start = dict(zip([v.name for v in fl.vars], np.cumsum([0, *fl.sizes[:-1]]).tolist(), strict=True))
-    size = dict(zip([v.name for v in fl.vars], fl.sizes, strict=True))
     zk = z.copy()
-    for name, index, value in problem.kinks:
-        if name not in start or index >= size[name]:
-            continue
-        j = int(start[name]) + int(index)
-        if near[j] or abs(z[j] - value) > 1e-3 * width[j] or fl.grp[j] >= 0 or fl.bgrp[j] >= 0:
+    for j, value in _kink_sites(problem, fl):
+        if near[j] or abs(z[j] - value) > 1e-3 * width[j]:
             continue
         h = 1e-7 * width[j]
         if fl.lo[j] <= value - h and value + h <= fl.hi[j] and not bound_fixed[j]:
