@@ -1,8 +1,8 @@
 """Preferences on the held-out front problems: `benchmarks/mo_heldout.py`'s two-objective models (ZDT4's
 multimodal g, ZDT6, Schaffer, Fonseca–Fleming, quadratics near and far, ZDT1 with |x − ½|, Kursawe, a ball
 domain, and the constrained CONSTR, BNH, SRN, TNK, OSY, quarter circle, a mean–variance portfolio) and DTLZ1–4
-and DTLZ7 with two objectives with a `prefer` line drawn per
-problem, solved as a user would (`optlang.parse(text).solve(seed)`).
+and DTLZ7 with two objectives (or, `--family uf`, the CEC 2009 problems UF1–UF7 of `benchmarks/mo_uf.py`)
+with a `prefer` line drawn per problem, solved as a user would (`optlang.parse(text).solve(seed)`).
 
 Three kinds, drawn inside the analytic front's box widened by half its range: the squared distance of F to a
 point (scaled by the box), a weighted sum f1 + w f2 (w scaled by the ranges), and the Chebyshev achievement
@@ -11,6 +11,7 @@ one-dimensional problem; Kursawe's is a grid's front refined three times, so a r
 error). A run is a hit when its φ is within 1e-4 of the least (relative to φ's scale, the box diagonal's φ
 range) and F within 1e-3 of the front (relative to its box); a `converged` miss is a false claim.
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/mo_prefheld.py [--seed 0] [--only zdt4,bnh] [--kinds dist,lin,cheb]
+       [--family uf]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from optlang.backends.multiobjective.metrics import nondominated
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mo_heldout import PROBLEMS, _kursawe_f  # noqa: E402
+from mo_uf import PROBLEMS as UF  # noqa: E402
 
 KINDS = ("dist", "lin", "cheb")
 PI = "3.141592653589793"
@@ -63,6 +65,15 @@ DTLZ2OBJ: dict[str, tuple[str, np.ndarray]] = {
         f"  f2: (1 + g) * (2 - x[0] / (1 + g) * (1 + sin(3 * {PI} * x[0])))\n}}\n",
         nondominated(np.stack([_T, 4 - _T * (1 + np.sin(3 * np.pi * _T))], 1)),
     ),
+}
+# the CEC 2009 problems with two objectives (`benchmarks/mo_uf.py`, 30 variables), their fronts dense
+_UF6 = np.r_[0.0, np.linspace(0.25, 0.5, 50001), np.linspace(0.75, 1.0, 50001)]
+UF2OBJ: dict[str, tuple[str, np.ndarray]] = {
+    **{k: (UF[k][0], np.stack([_T, 1 - np.sqrt(_T)], 1)) for k in ("uf1", "uf2", "uf3")},
+    "uf4": (UF["uf4"][0], np.stack([_T, 1 - _T**2], 1)),
+    "uf5": (UF["uf5"][0], UF["uf5"][1]),
+    "uf6": (UF["uf6"][0], np.stack([_UF6, 1 - _UF6], 1)),
+    "uf7": (UF["uf7"][0], np.stack([_T, 1 - _T], 1)),
 }
 TWO_OBJECTIVES = [
     name for name, (text, _, _) in PROBLEMS.items() if "f3:" not in text and name not in ("portfolio",)
@@ -121,15 +132,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="")
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--family", default="classic", choices=("classic", "uf"), help="uf: the CEC 2009 UF1–UF7")
     args = ap.parse_args()
-    names = [s for s in args.only.split(",") if s] or TWO_OBJECTIVES
+    family = TWO_OBJECTIVES if args.family == "classic" else list(UF2OBJ)
+    names = [s for s in args.only.split(",") if s] or family
     kinds = set(args.kinds.split(","))
     rnd = random.Random(args.seed)
     hits = runs = false_claims = 0
     print("| problem | preference | status | φ error / scale | distance of F to the front / box | seconds |")
     print("|---|---|---|---|---|---|")
-    for name in TWO_OBJECTIVES:
-        text, front, _ = PROBLEMS[name] if name in PROBLEMS else (*DTLZ2OBJ[name], None)
+    for name in family:
+        text, front, _ = PROBLEMS[name] if name in PROBLEMS else (*{**DTLZ2OBJ, **UF2OBJ}[name], None)
         if name not in names:
             R = np.eye(2)
         else:

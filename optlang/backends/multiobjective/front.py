@@ -84,6 +84,8 @@ _LOCAL_IDLE_SHARE = 0.25  # ... and this fraction once the mesh was beaten (a mu
 _PROBE_GENS = 5  # generations of the probe (unless its offspring beat the mesh: then the exploration goes on)
 _PROBE_FROM = 2.5  # the probe runs when front_evals is at least this many stage 0s (K × front_iters)
 _GROW = 2.0  # `_monotone`: a step's growth while its slope keeps its sign (the acceptance test bounds it)
+_GAP_LONG = 5.0  # `front_gap_retest` retests edges longer than this many resolutions only
+_GAP_PATIENCE = 4  # ... and stops after this many in a row found nothing inside their edge
 _RHO0 = 100.0  # the exact penalty's starting weight: an axis ray's achievement slope is up to 1/δ = 100
 
 
@@ -107,6 +109,8 @@ class FrontRun:
     solution_F: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the rays' and refinements' end points
     explored: int = 0  # solutions added from the explorations' offspring (front_explore)
     local_front: bool = False  # an exploration's offspring dominated solutions of the mesh (`Explorer.beaten`)
+    gap_retests: int = 0  # edges measured as gaps that an SLSQP ray retested (`front_gap_retest`)
+    gaps_filled: int = 0  # ... and that it found a new solution inside
 
 
 def _step_unit(v: Any, X: torch.Tensor, fallback: Callable[[Any, torch.Tensor], float]) -> float:
@@ -449,6 +453,48 @@ def rayable(problem: MultiObjectiveProblem, max_dim: int) -> bool:
     return scalar_count(problem.variables) <= max_dim
 
 
+class _FlatEval:
+    """F and its Jacobian at one flat float64 point x (CPU), one counted evaluation each (`ev.count`),
+    the last point's kept (SLSQP asks for fun and jac at one x in turn); `_Spent` past `budget`. The
+    evaluated points go to the archive in batches (`flush`)."""
+
+    def __init__(self, problem: MultiObjectiveProblem, ev: Any, archive: Any, budget: int) -> None:
+        from optlang.backends.common import FlatVariables
+
+        self.fl = FlatVariables(problem.variables)
+        self.fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+        self.n, self.m = int(self.fl.lo.size), len(problem.objectives)
+        self.ev, self.archive, self.budget = ev, archive, budget
+        self.last: list[Any] = [None, None, None]
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.bounds: list[tuple[float | None, float | None]] = [
+            (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
+            for a, b in zip(self.fl.lo, self.fl.hi, strict=True)
+        ] + [(None, None)]
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        last = self.last
+        if last[0] is not None and np.array_equal(last[0], x):
+            return last[1], last[2]
+        if self.ev.count >= self.budget:
+            raise _Spent
+        xt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
+        out = torch.stack([f(self.fl.split(xt)).reshape(()) for f in self.fns])
+        F = out.detach().numpy().copy()
+        rows = [torch.autograd.grad(out[i], xt, allow_unused=True, retain_graph=True)[0] for i in range(self.m)]
+        J = np.stack([np.zeros(self.n) if r is None else r.numpy() for r in rows])
+        self.ev.count += 1
+        self.pending.append((F, x.copy()))  # archived in batches (one merge per ray, not per point)
+        last[:] = [x.copy(), F, J]
+        return F, J
+
+    def flush(self) -> None:
+        if self.pending:
+            F = torch.as_tensor(np.array([f for f, _ in self.pending]))
+            self.archive.add(F, self.fl.split(torch.as_tensor(np.array([x for _, x in self.pending]))))
+            self.pending.clear()
+
+
 def _rays_slsqp(
     problem: MultiObjectiveProblem, W: np.ndarray, o: Any, ctx: RunContext, archive: Any, ev: Any, budget: int
 ) -> tuple[np.ndarray, dict[str, torch.Tensor], int, str]:
@@ -475,36 +521,11 @@ def _rays_slsqp(
     (F (K', m), X, SLSQP iterations, stopped) of the rays solved, stopped "limit" when the budget
     ran out before every first-level ray was tried.
     """
-    from optlang.backends.common import FlatVariables
     from optlang.backends.multiobjective.common import batched_init
 
     m = W.shape[1]
-    fl = FlatVariables(problem.variables)
-    fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
-    n = int(fl.lo.size)
-    last: list[Any] = [None, None, None]  # the last x, F, J (SLSQP asks for fun and jac at one x in turn)
-    pending: list[tuple[np.ndarray, np.ndarray]] = []  # evaluated (F, x) not yet in the archive
-
-    def fj(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if last[0] is not None and np.array_equal(last[0], x):
-            return last[1], last[2]
-        if ev.count >= budget:
-            raise _Spent
-        xt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        out = torch.stack([f(fl.split(xt)).reshape(()) for f in fns])
-        F = out.detach().numpy().copy()
-        rows = [torch.autograd.grad(out[i], xt, allow_unused=True, retain_graph=True)[0] for i in range(m)]
-        J = np.stack([np.zeros(n) if r is None else r.numpy() for r in rows])
-        ev.count += 1
-        pending.append((F, x.copy()))  # archived in batches (one merge per ray, not per point)
-        last[:] = [x.copy(), F, J]
-        return F, J
-
-    def flush() -> None:
-        if pending:
-            F = torch.as_tensor(np.array([f for f, _ in pending]))
-            archive.add(F, fl.split(torch.as_tensor(np.array([x for _, x in pending]))))
-            pending.clear()
+    fe = _FlatEval(problem, ev, archive, budget)
+    fl, fj, flush, n = fe.fl, fe, fe.flush, fe.n
 
     tries = 1 + max(0, o.front_ray_retries)
     X0 = batched_init(problem.variables, W.shape[0] * tries, ctx, offset=2)
@@ -520,11 +541,7 @@ def _rays_slsqp(
     iters = 0
     stopped = "converged"
     rays_done = False
-    bounds: list[tuple[float | None, float | None]] = [
-        (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
-        for a, b in zip(fl.lo, fl.hi, strict=True)
-    ]
-    bounds.append((None, None))
+    bounds = fe.bounds
 
     def solve_ray(
         w: np.ndarray, x: np.ndarray, axis_ray: bool, z: np.ndarray, s: np.ndarray
@@ -1055,20 +1072,140 @@ def _refine(
     explored = 0  # solutions that the explorations added
     explorer = Explorer(problem, 2 * K, ctx.seed, o.constraint_tol)  # one population for every exploration
 
+    retested: set[int] = set()
+    filled = 0  # retested edges that held a new solution
+
+    def gap_edges() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The edges to retest (`retest_gaps`), longest first: (ends a, ends b, lengths, keys, Q)."""
+        Q = (SF - z.cpu().numpy().astype(np.float64)) / s.cpu().numpy().astype(np.float64)
+        nd = np.flatnonzero(nd_mask)
+        none = np.zeros(0, dtype=np.int64)
+        if o.front_gap_retest <= 0 or nd.size < 2 or not gaps or not rayable(problem, o.polish_max_dim):
+            return none, none, np.zeros(0), none, Q
+        P, dist = _edges(Q[nd], m)
+        ia, ib = nd[P[:, 0]], nd[P[:, 1]]
+        keys = _key(ia, ib)
+        sel = dist > _GAP_LONG * o.front_resolution
+        sel &= np.isin(keys, np.fromiter(gaps, dtype=np.int64, count=len(gaps)))
+        if retested:
+            sel &= ~np.isin(keys, np.fromiter(retested, dtype=np.int64, count=len(retested)))
+        if sel.any():
+            from scipy.spatial import cKDTree
+
+            M = 0.5 * (Q[ia] + Q[ib])
+            sel &= cKDTree(Q[nd]).query(M)[0] >= 0.25 * dist  # (an edge whose midpoint is a solution: no gap)
+        rows = np.flatnonzero(sel)
+        rows = rows[np.argsort(-dist[rows], kind="stable")]
+        return ia[rows], ib[rows], dist[rows], keys[rows], Q
+
+    def retest_gaps() -> str:
+        """The edges longer than the resolution that a round measured as gaps (a correction of
+        `refine_iters` Adam steps slid back to an end) are retested, longest first, each by one SLSQP ray
+        (`_ps_slsqp`, the edge's midpoint direction) from the end better on it, then from the other end
+        if it did not leave its start; all of them at most `front_gap_retest` of the budget left. A few
+        small Adam steps along a curved Pareto set (UF1's x_j = sin(6π x₁ + jπ/n): a narrow valley
+        whose floor bends by 6π) slide back to where they started as they do across a real gap, and
+        the full-rate Adam rays leave the valley floor; a quasi-Newton ray follows it. A ray that ends
+        inside the edge (farther than a quarter of its length from both ends) and that no solution
+        dominates is a new solution. Box and free variables without general constraints (`rayable`).
+        Returns "more" when one came, else "converged"."""
+        nonlocal SF, SX, nd_mask, z, s, filled
+        room = int(o.front_gap_retest * (budget - ev.count))
+        ia, ib, dist, keys, Q = gap_edges()
+        if room < 2 or ia.size == 0:
+            return "converged"
+        zn, sn = z.cpu().numpy().astype(np.float64), s.cpu().numpy().astype(np.float64)
+        nd = np.flatnonzero(nd_mask)
+        W = np.maximum(0.5 * (Q[ia] + Q[ib]), 0.0)
+        W = W / np.maximum(W.sum(1, keepdims=True), 1e-12)
+        Wt = torch.as_tensor(np.maximum(W, o.front_delta), dtype=z.dtype, device=z.device)
+        qa = torch.as_tensor(Q[ia], dtype=z.dtype, device=z.device)
+        qb = torch.as_tensor(Q[ib], dtype=z.dtype, device=z.device)
+        use_b = (achievement(qb, Wt, o) < achievement(qa, Wt, o)).cpu().numpy()
+        start = np.where(use_b, ib, ia)
+        fe = _FlatEval(problem, ev, archive, ev.count + room)
+        Fl, Xl, done, misses = [], [], 0, 0
+        try:
+            for r in range(start.size):
+                if ctx.should_stop():
+                    break
+                for end in (start[r], ia[r] + ib[r] - start[r]):  # the better end, then the other
+                    x0 = fe.fl.flat({n: t[end].detach().cpu().numpy() for n, t in SX.items()})
+                    wr, pen = np.maximum(W[r], o.front_delta), np.full(m, o.front_alpha)
+                    xr = np.clip(_ps_slsqp(fe, x0, wr, pen, zn, sn, fe.bounds, o)[1], fe.fl.lo, fe.fl.hi)
+                    Fr = fe(xr)[0]
+                    if np.linalg.norm((Fr - SF[end]) / sn) >= 0.25 * dist[r]:  # it left its start
+                        break
+                Fl.append(Fr)
+                Xl.append(xr)
+                done += 1
+                inside = np.linalg.norm((Fr - SF[ia[r]]) / sn) >= 0.25 * dist[r]
+                inside &= np.linalg.norm((Fr - SF[ib[r]]) / sn) >= 0.25 * dist[r]
+                misses = 0 if inside else misses + 1
+                if misses >= _GAP_PATIENCE:  # (ends where SLSQP cannot move either, or real gaps)
+                    break
+        except _Spent:
+            pass
+        fe.flush()
+        retested.update(keys[: done + 1].tolist())  # (the one the budget cut is not retried either)
+        if not done:
+            return "converged"
+        ia, ib, dist = ia[:done], ib[:done], dist[:done]
+        Fn = np.array(Fl)
+        Qn = (Fn - zn) / sn
+        with np.errstate(invalid="ignore"):
+            near = np.minimum(np.linalg.norm(Qn - Q[ia], axis=1), np.linalg.norm(Qn - Q[ib], axis=1))
+        le = np.all(SF[nd][:, None, :] <= Fn[None], axis=2) & np.any(SF[nd][:, None, :] < Fn[None], axis=2)
+        keep = np.flatnonzero(np.all(np.isfinite(Qn), axis=1) & (near >= 0.25 * dist) & ~le.any(0))
+        if keep.size == 0:
+            return "converged"
+        filled += int(keep.size)
+        nd_mask = nondominated_append(SF, nd_mask, Fn[keep])
+        SF = np.concatenate([SF, Fn[keep]])
+        Xk = fe.fl.split(torch.as_tensor(np.array(Xl)[keep]))
+        SX = {n: torch.cat([t, Xk[n].to(dtype=t.dtype, device=t.device)]) for n, t in SX.items()}
+        z, s = _normalization(archive, SF, nd_mask, ctx)
+        return "more"
+
+    retest_from = -1  # ≥ 0 after a retest found solutions: the rows from there on are the unfinished ones
+
     def resolved() -> str:
         """The mesh is resolved: each solution takes its finishing steps (`_finish`), then the budget left
-        explores (`_explore_far`). Returns "more" when new solutions came (the refinement goes on),
-        else "converged" (or "time" / "diverged" from the finishing steps)."""
-        nonlocal SF, SX, nd_mask, z, s, explored
+        explores (`_explore_far`), then the edges measured as gaps are retested (`retest_gaps`). Returns
+        "more" when new solutions came (the refinement goes on), else "converged" (or "time" / "diverged"
+        from the finishing steps). After a retest's solutions, only the solutions since take the
+        finishing steps, and the exploration (which found nothing last time) does not run again."""
+        nonlocal SF, SX, nd_mask, z, s, explored, retest_from
+        cut = False  # the finishing steps left half of the budget to the retests
         if o.front_finish and SF.shape[0]:
             # a front that exploring grew may grow more: its finishing steps leave half the budget to that
-            share = 0.5 if explored else 1.0
-            SF, SX, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, rho0, share)
+            # and so do edges still to retest
+            cut = not explored and gap_edges()[0].size > 0
+            share = 0.5 if explored or cut else 1.0
+            todo = nd_mask.copy()
+            if retest_from >= 0:
+                todo[:retest_from] = False
+            SF, SX, finished = _finish(problem, o, ctx, archive, ev, SF, SX, todo, z, s, budget, rho0, share)
             if not finished:
                 return "time" if ctx.should_stop() else "diverged"
             nd_mask = nondominated_mask(SF)
             z, s = _normalization(archive, SF, nd_mask, ctx)
-        return explore_more(False)
+        if retest_from < 0:
+            again = explore_more(False)
+            if again != "converged":
+                return again
+        n_before = SF.shape[0]
+        again = retest_gaps()
+        if again == "more":
+            retest_from = n_before
+        elif again == "converged" and (cut or retest_from >= 0) and o.front_finish and SF.shape[0]:
+            # the retests are done: the budget they were left goes to more finishing steps of every solution
+            SF, SX, finished = _finish(problem, o, ctx, archive, ev, SF, SX, nd_mask, z, s, budget, rho0)
+            if not finished:
+                return "time" if ctx.should_stop() else "diverged"
+            nd_mask = nondominated_mask(SF)
+            z, s = _normalization(archive, SF, nd_mask, ctx)
+        return again
 
     def explore_more(probe: bool) -> str:
         """`_explore_far`, and when its offspring beat the mesh, the front's ends and rays again. Returns
@@ -1184,6 +1321,8 @@ def _refine(
         solution_F=SF,
         explored=explored,
         local_front=explorer.beaten,
+        gap_retests=len(retested),
+        gaps_filled=filled,
     )
 
 

@@ -140,6 +140,9 @@ def scan_front(
         # and at 4 000 it would take evaluations the rays need
         front_explore=options.front_explore if int(options.front_scan) > SCAN_EXPLORES_ABOVE else 0.0,
         front_solver="adam",
+        # no SLSQP retests of the scan's gaps (front.py, `front_gap_retest`): a scan's budget goes to its rays,
+        # and which points a preference solve polishes stays what the preference batteries measured
+        front_gap_retest=0.0,
         # the ends by SLSQP and their probes (front.py): ZDT3's last piece, which no ray of the scan reached on
         # seed 4, held the answer of f1 + 2.32 f2 (a certified local one on the fourth piece was 0.53 above).
         # Off before 2026-12-05 without general constraints: then they moved which points were polished and

@@ -508,6 +508,7 @@ class ParetoM3Options:
     front_explore_local: float = 0.9  # ... and this fraction, uncapped in generations, once offspring beat the mesh
     front_reray_iters: int = 30  # steps of the rays run again when offspring beat the mesh (a local front)
     front_kink_snap: float = 0.01  # ray and corrector ends try the kinks within this fraction of a step unit
+    front_gap_retest: float = 0.5  # SLSQP retests of the edges refinement found gaps (share of the budget left)
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
     front_finish_iters: int = 20  # at most this many finishing steps per solution
     constraint_tol: float = 1e-6  # front mode: a point is feasible when every scaled violation is at most this
@@ -581,7 +582,7 @@ RANGES = {
         ),
         ">=0",
     ),
-    **dict.fromkeys(("lr_final", "front_verify"), "[0,1]"),
+    **dict.fromkeys(("lr_final", "front_verify", "front_gap_retest"), "[0,1]"),
     **dict.fromkeys(("rho_ramp", "front_ray_share", "front_stage0"), "(0,1]"),
     "front_delta": "(0,1)",
     **dict.fromkeys(("front_beta1", "front_beta2"), "[0,1)"),
@@ -1486,6 +1487,8 @@ class ParetoM3(Backend):
             "solutions": fr.solutions,
             "refinements": fr.refinements,
             "gaps": fr.gaps,
+            "gap_retests": fr.gap_retests,
+            "gaps_filled": fr.gaps_filled,
             "predicted": fr.predicted,
             "corrected": fr.corrected,
             "exchanged": fr.exchanged,
