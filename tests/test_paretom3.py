@@ -351,27 +351,30 @@ def test_front_gaps_that_were_not_are_retested() -> None:
     """UF1 (10 variables): a refinement round's three small Adam steps along the curved Pareto set slide
     back to an end as they would across a gap, and such edges were never retried (seed 2: HV/exact 0.920,
     status `converged` with holes in f1). The SLSQP retests of those edges, once the mesh is resolved,
-    fill them (0.958); a filled point's objectives are re-derived here from its decision values."""
+    fill some on every seed (mean HV/exact over seeds 0–3 0.953 → 0.969 with one torch thread, 0.962 →
+    0.974 with two: the fronts differ with the thread count, the gain does not); a filled point's
+    objectives are re-derived here from its decision values."""
     model = optlang.parse(_uf1_text(10, 2000))
     t = np.linspace(0, 1, 20001)
     exact = hypervolume(np.stack([t, 1 - np.sqrt(t)], 1), [1.1, 1.1])
-    ratios = []
-    for share in (0.0, None):
-        res = model.solve(seed=2, options={"front_gap_retest": share} if share is not None else None)
-        F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in res.info["front"]])
-        assert res.info["evaluations"] <= 2000
-        ratios.append(hypervolume(F[(F < 1.1).all(1)], [1.1, 1.1]) / exact)
-        if share is None:
-            assert res.info["gap_retests"] > 0 and res.info["gaps_filled"] > 0
+    ratios: dict[bool, list[float]] = {False: [], True: []}
+    for retest in (False, True):
+        for seed in range(4):
+            res = model.solve(seed=seed, options=None if retest else {"front_gap_retest": 0.0})
+            F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in res.info["front"]])
+            assert res.info["evaluations"] <= 2000
+            ratios[retest].append(hypervolume(F[(F < 1.1).all(1)], [1.1, 1.1]) / exact)
+            if not retest:
+                assert res.info["gap_retests"] == 0 and res.info["gaps_filled"] == 0
+                continue
+            assert res.info["gaps_filled"] > 0
             for P in res.info["front"][:: max(1, len(res.info["front"]) // 7)]:
                 tv, xv = float(P["values"]["t"]), np.asarray(P["values"]["x"], dtype=np.float64)
                 y = xv - np.sin(6 * np.pi * tv + np.arange(2, 11) * np.pi / 10)
                 f1 = tv + 2 / 4 * float((y[1::2] ** 2).sum())  # j = 3, 5, 7, 9
                 f2 = 1 - math.sqrt(tv) + 2 / 5 * float((y[::2] ** 2).sum())  # j = 2, 4, 6, 8, 10
                 assert abs(f1 - P["objectives"]["f1"]) < 1e-5 and abs(f2 - P["objectives"]["f2"]) < 1e-5
-        else:
-            assert res.info["gap_retests"] == 0 and res.info["gaps_filled"] == 0
-    assert ratios[0] < 0.93 and ratios[1] > 0.95
+    assert np.mean(ratios[True]) > np.mean(ratios[False]) + 0.008
 
 
 def test_front_mesh_edges_and_distinct_midpoints() -> None:

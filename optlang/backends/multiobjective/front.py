@@ -1573,8 +1573,10 @@ def _finish(
     Fc = _descend(rb, iters, z, s, archive, ctx, budget=budget)
     if Fc is None:
         return SF, SX, False
+    # a finished point that left the feasible set, or that its own start dominates (UF7's f₁ = x₁^{1/5}: a step
+    # off the bound x₁ = 0 raised f₁ at the front's end from 0 to 0.07), keeps its old place
+    ok = rb.feasible.cpu().numpy() & ~(np.all(SF[nd] <= Fc, axis=1) & np.any(SF[nd] < Fc, axis=1))
     SF = SF.copy()
-    ok = rb.feasible.cpu().numpy()  # a finished point that left the feasible set keeps its old place
     SF[nd[ok]] = Fc[ok]
     rows, keep = torch.as_tensor(nd[ok], device=ctx.device), torch.as_tensor(ok, device=ctx.device)
     SX = {n: t.index_copy(0, rows, rb.X[n].detach()[keep].to(t.dtype)) for n, t in SX.items()}
