@@ -1099,7 +1099,7 @@ def _refine(
         return ia[rows], ib[rows], dist[rows], keys[rows], Q
 
     def retest_gaps() -> str:
-        """The edges longer than the resolution that a round measured as gaps (a correction of
+        """The edges longer than 5 resolutions that a round measured as gaps (a correction of
         `refine_iters` Adam steps slid back to an end) are retested, longest first, each by one SLSQP ray
         (`_ps_slsqp`, the edge's midpoint direction) from the end better on it, then from the other end
         if it did not leave its start; all of them at most `front_gap_retest` of the budget left. A few
@@ -1124,11 +1124,12 @@ def _refine(
         use_b = (achievement(qb, Wt, o) < achievement(qa, Wt, o)).cpu().numpy()
         start = np.where(use_b, ib, ia)
         fe = _FlatEval(problem, ev, archive, ev.count + room)
-        Fl, Xl, done, misses = [], [], 0, 0
+        Fl, Xl, done, misses, tried = [], [], 0, 0, 0
         try:
             for r in range(start.size):
                 if ctx.should_stop():
                     break
+                tried += 1
                 for end in (start[r], ia[r] + ib[r] - start[r]):  # the better end, then the other
                     x0 = fe.fl.flat({n: t[end].detach().cpu().numpy() for n, t in SX.items()})
                     wr, pen = np.maximum(W[r], o.front_delta), np.full(m, o.front_alpha)
@@ -1147,7 +1148,7 @@ def _refine(
         except _Spent:
             pass
         fe.flush()
-        retested.update(keys[: done + 1].tolist())  # (the one the budget cut is not retried either)
+        retested.update(keys[:tried].tolist())  # (one the budget cut is not retried either)
         if not done:
             return "converged"
         ia, ib, dist = ia[:done], ib[:done], dist[:done]
