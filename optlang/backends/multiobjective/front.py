@@ -59,6 +59,7 @@ from optlang.backends.base import RunContext
 from optlang.backends.multiobjective.explore import Explorer
 from optlang.backends.multiobjective.kink_snap import KinkWatch
 from optlang.backends.multiobjective.metrics import (
+    compare_matrices,
     directions,
     nondominated_append,
     nondominated_mask,
@@ -1156,8 +1157,8 @@ def _refine(
         Qn = (Fn - zn) / sn
         with np.errstate(invalid="ignore"):
             near = np.minimum(np.linalg.norm(Qn - Q[ia], axis=1), np.linalg.norm(Qn - Q[ib], axis=1))
-        le = np.all(SF[nd][:, None, :] <= Fn[None], axis=2) & np.any(SF[nd][:, None, :] < Fn[None], axis=2)
-        keep = np.flatnonzero(np.all(np.isfinite(Qn), axis=1) & (near >= 0.25 * dist) & ~le.any(0))
+        le, lt = compare_matrices(SF[nd], Fn)
+        keep = np.flatnonzero(np.all(np.isfinite(Qn), axis=1) & (near >= 0.25 * dist) & ~(le & lt).any(0))
         if keep.size == 0:
             return "converged"
         filled += int(keep.size)
@@ -1685,7 +1686,6 @@ def _continue(
     end; fate None when the round ended early (bad: on non-finite objectives, else on the time limit).
     """
     from optlang.backends.multiobjective.common import cosine
-    from optlang.backends.multiobjective.metrics import compare_matrices
 
     res = rb.evaluate(z, s, archive)
     if res is None:
