@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
 from optlang.ir.atoms import ATOMS, ising_atoms
-from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function
+from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function, torch_functions
 from optlang.ir.kinks import coordinate_kinks
 from optlang.ir.model import ConstraintDecl, ModelIR, Objective
 from optlang.ir.nodes import Const, Node, Op, Var
@@ -587,7 +587,8 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         exprs = [e for _, e in obj.entries] + [c.expr for c in _general(ir)]
         kinks = _kinks_in_units(coordinate_kinks(exprs, [v.name for v in variables]), maps)
         cons = _constraints_in_units(_general_constraints(ir), maps)
-        problem = MultiObjectiveProblem(variables, objs, pref, cons, tuple(kinks))
+        together = _in_units(torch_functions([e for _, e in obj.entries]), maps)
+        problem = MultiObjectiveProblem(variables, objs, pref, cons, tuple(kinks), together)
         return Compiled(problem, to_user, rescaled=bool(maps))
     if kind == "dro":
         assert obj.expr is not None and obj.ambiguity is not None

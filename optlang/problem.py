@@ -7,6 +7,7 @@ these and nothing else, so a backend can be tested by building a problem by hand
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -339,6 +340,24 @@ class MultiObjectiveProblem:
     # (variable, flat element, value) where an objective or constraint has a kink along that element
     # (ir/kinks.py): front mode tries its points there, since gradient steps only circle a kink
     kinks: tuple[tuple[str, int, float], ...] = ()
+    # the objectives as one function whose value is the list of their values, in one pass over what they
+    # share (the compiler's `torch_functions`); None: `joint` evaluates them one by one
+    together: TorchFunction | None = None
+
+    @functools.cached_property
+    def joint(self) -> TorchFunction:
+        """(f_1, ..., f_m) as one TorchFunction whose value is the list of their 0-d values: `together`
+        when the compiler made it (what the objectives share is evaluated once), else each objective
+        in turn."""
+        if self.together is not None:
+            return self.together
+        objectives = self.objectives
+
+        def build(device: Any, dtype: Any) -> Callable[..., Any]:
+            fns = [f.compile(device, dtype) for _, f in objectives]
+            return lambda values, batch=None: [f(values, batch).reshape(()) for f in fns]
+
+        return TorchFunction(build, source=lambda: "[" + ", ".join(f.source for _, f in objectives) + "]")
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ class _Eval:
     """A stand-in for BatchEval: F = (Σ x², Σ (x − 1)²) over every scalar, counted, no constraints."""
 
     constrained = False
-    fns = (None, None)
+    k = 2  # the objective columns
 
     def __init__(self) -> None:
         self.count = 0

@@ -35,10 +35,10 @@ class BatchEval:
     def __init__(
         self, problem: MultiObjectiveProblem, ctx: RunContext, with_preference: bool, with_constraints: bool = False
     ) -> None:
-        fns = [f.compile(ctx.device, ctx.dtype) for _, f in problem.objectives]
-        if with_preference and problem.preference is not None:
-            fns.append(problem.preference.compile(ctx.device, ctx.dtype))
-        self.fns = fns
+        self.joint = problem.joint.compile(ctx.device, ctx.dtype)  # the objectives in one pass
+        pref = problem.preference if with_preference else None
+        self.pref = pref.compile(ctx.device, ctx.dtype) if pref is not None else None
+        self.k = len(problem.objectives) + (self.pref is not None)  # the columns before the constraints'
         # general constraints (front mode): their values follow the objectives' columns, each flattened
         cons = problem.constraints if with_constraints else ()
         self.cons = [(c.fn.compile(ctx.device, ctx.dtype), c.sense) for c in cons]
@@ -50,7 +50,8 @@ class BatchEval:
         self.count = 0
 
     def _one(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
-        head = torch.stack([f(values).reshape(()) for f in self.fns])
+        Fs = self.joint(values)
+        head = torch.stack(Fs if self.pref is None else [*Fs, self.pref(values).reshape(())])
         if not self.cons:
             return head
         parts = [g(values).reshape(-1).to(head.dtype) for g, _ in self.cons]
@@ -66,7 +67,7 @@ class BatchEval:
         """(B, c) scaled violations of the constraint columns of `out` (an output of this evaluator):
         max(g, 0), |g| for equalities, each divided by its column's scale 1 + max |g| over the first batch
         seen here, so that a tolerance means the same for a constraint in metres as in millimetres."""
-        G = out[:, len(self.fns) :]
+        G = out[:, self.k :]
         if self.scale is None:
             g = G.detach()
             self.scale = 1.0 + torch.where(torch.isfinite(g), g.abs(), torch.zeros_like(g)).max(0).values
@@ -87,7 +88,7 @@ class BatchEval:
         that the point lands on the feasible side)."""
         self.violations(out)  # sets the scales and the equality flags on a first call
         assert self.scale is not None and self.eq is not None
-        G = out[:, len(self.fns) :] / self.scale
+        G = out[:, self.k :] / self.scale
         two_sided = self.eq if held is None else self.eq | held
         return torch.where(two_sided, G + torch.where(self.eq, 0.0, margin), (G + margin).clamp(min=0))
 
@@ -447,7 +448,7 @@ def archive_feasible(
     """Archive the rows of `out` (ev's evaluation of the points X) whose general constraints hold within
     `tol` (every row when there are none; `V`: their `finite_violations`, when already computed);
     returns the (B,) mask of those rows."""
-    m = len(ev.fns)
+    m = ev.k
     F = out[:, :m].detach()
     if not ev.constrained:
         archive.add(F, X)

@@ -463,7 +463,7 @@ class _FlatEval:
         from optlang.backends.common import FlatVariables
 
         self.fl = FlatVariables(problem.variables)
-        self.fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+        self.joint = problem.joint.compile("cpu", torch.float64)
         self.n, self.m = int(self.fl.lo.size), len(problem.objectives)
         self.ev, self.archive, self.budget = ev, archive, budget
         self.last: list[Any] = [None, None, None]
@@ -480,9 +480,11 @@ class _FlatEval:
         if self.ev.count >= self.budget:
             raise _Spent
         xt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        out = torch.stack([f(self.fl.split(xt)).reshape(()) for f in self.fns])
-        F = out.detach().numpy().copy()
-        rows = [torch.autograd.grad(out[i], xt, allow_unused=True, retain_graph=True)[0] for i in range(self.m)]
+        out = self.joint(self.fl.split(xt))
+        F = torch.stack(out).detach().numpy().copy()
+        rows = [
+            torch.autograd.grad(out[i], xt, allow_unused=True, retain_graph=i < self.m - 1)[0] for i in range(self.m)
+        ]
         J = np.stack([np.zeros(self.n) if r is None else r.numpy() for r in rows])
         self.ev.count += 1
         self.pending.append((F, x.copy()))  # archived in batches (one merge per ray, not per point)
@@ -838,12 +840,16 @@ _EXTREME_EPS = 1e-3  # the other objectives' weight (in units of each one's rang
 def _weighted_objectives(problem: MultiObjectiveProblem, weights: np.ndarray) -> TorchFunction:
     """Σ_i weights_i F_i as one function (an end's augmented objective, for the `slsqp` backend)."""
     parts = [(float(w), f) for w, (_, f) in zip(weights, problem.objectives, strict=True)]
+    joint = problem.joint
 
     def build(device: torch.device, dtype: torch.dtype) -> Callable[..., torch.Tensor]:
-        fns = [(w, f.compile(device, dtype)) for w, f in parts]
+        fns = joint.compile(device, dtype)  # the objectives in one pass over what they share
 
         def total(values: Mapping[str, torch.Tensor], batch: Any = None) -> torch.Tensor:
-            return sum((w * fn(values, batch) for w, fn in fns), torch.zeros((), dtype=dtype, device=device))
+            Fs = fns(values, batch)
+            return sum(
+                (w * f for (w, _), f in zip(parts, Fs, strict=True)), torch.zeros((), dtype=dtype, device=device)
+            )
 
         return total
 

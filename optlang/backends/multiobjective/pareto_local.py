@@ -40,11 +40,11 @@ class Flat64:
 
     def __init__(self, problem: MultiObjectiveProblem, preference: TorchFunction, scale: np.ndarray | None) -> None:
         self.fl = FlatVariables(problem.variables)
-        self.fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+        self.joint = problem.joint.compile("cpu", torch.float64)  # the objectives in one pass
         self.pref = preference.compile("cpu", torch.float64)
         self.cons = [(c.fn.compile("cpu", torch.float64), c.sense) for c in problem.constraints]
         self.texts = [c.text for c in problem.constraints]
-        self.m = len(self.fns)
+        self.m = len(problem.objectives)
         self.n = self.fl.lo.size
         self.count = 0
         # a point of the domain to read the constraint rows' sizes at: a box's middle, else a finite bound or 0
@@ -73,7 +73,7 @@ class Flat64:
 
     def _rows(self, zt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         vals = self.fl.split(zt)
-        F = torch.stack([f(vals).reshape(()) for f in self.fns])
+        F = torch.stack(self.joint(vals))
         parts = [g(vals).reshape(-1).to(torch.float64) for g, _ in self.cons]
         parts += [(zt[self.fl.grp == gi].sum() - 1.0).reshape(1) for gi in self.fl.groups]
         parts += [(zt[self.fl.bgrp == gi] @ zt[self.fl.bgrp == gi] - rad**2).reshape(1) for gi, rad in self.fl.balls]

@@ -78,6 +78,7 @@ def polish(
 
     fl = FlatVariables(problem.variables)
     fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+    joint = problem.joint.compile("cpu", torch.float64)  # the objectives in one pass over what they share
     pref = preference.compile("cpu", torch.float64)
     m = len(fns)
     count = [0]
@@ -86,7 +87,8 @@ def polish(
     def jac_F(z: np.ndarray) -> np.ndarray:
         zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
         vals = fl.split(zt)
-        rows = [torch.autograd.grad(f(vals).reshape(()), zt, allow_unused=True)[0] for f in fns]
+        Fs = joint(vals)
+        rows = [torch.autograd.grad(Fs[i], zt, allow_unused=True, retain_graph=i < m - 1)[0] for i in range(m)]
         count[0] += 1
         J = np.stack([np.zeros(z.size) if r is None else r.numpy() for r in rows])
         # held on a bound or a cusp: their infinite slopes there take no part in λ or the tests (the finite
@@ -211,7 +213,7 @@ def polish(
         zt = torch.as_tensor(full(v), dtype=torch.float64).requires_grad_(True)
         lam = torch.as_tensor(v[nf : nf + m], dtype=torch.float64)
         vals = fl.split(zt)
-        Fs = torch.stack([f(vals).reshape(()) for f in fns])
+        Fs = torch.stack(joint(vals))
         J = torch.stack([torch.autograd.grad(Fs[i], zt, retain_graph=True, create_graph=True)[0] for i in range(m)])
         gl = (lam[:, None] * J).sum(0)[free]
         H = np.zeros((nf, nf))
@@ -226,7 +228,7 @@ def polish(
         """J[:, free] at the point, first derivatives only (`leaf`: the held coordinates constant)."""
         zt, z = leaf(v)
         vals = fl.split(z)
-        Fs = [f(vals).reshape(()) for f in fns]
+        Fs = joint(vals)
         rows = [torch.autograd.grad(F, zt, retain_graph=True, allow_unused=True)[0] for F in Fs]
         count[0] += 1
         return np.stack([on_free(r, zt) for r in rows])
