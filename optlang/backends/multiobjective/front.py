@@ -112,6 +112,7 @@ class FrontRun:
     local_front: bool = False  # an exploration's offspring dominated solutions of the mesh (`Explorer.beaten`)
     gap_retests: int = 0  # edges measured as gaps that an SLSQP ray retested (`front_gap_retest`)
     gaps_filled: int = 0  # ... and that it found a new solution inside
+    restarts: int = 0  # stage 0 run again from new starts after a collapsed front (`_RESTARTS`)
 
 
 def _step_unit(v: Any, X: torch.Tensor, fallback: Callable[[Any, torch.Tensor], float]) -> float:
@@ -718,7 +719,40 @@ def min_front_evals(m: int, o: Any, slsqp: bool) -> int:
 
 
 def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any, ev: Any) -> FrontRun:
-    """Run stage 0 and the refinements; every evaluated point goes to `archive`."""
+    """Run stage 0 and the refinements; every evaluated point goes to `archive`. A run that converges
+    on a collapsed front (`_collapsed`: every solution at one corner, as DTLZ4's rays whose x^100 gave
+    them no gradient from their starts) with a stage 0's worth of budget left runs again from new
+    starts, at most `_RESTARTS` times; the archive keeps every run's points."""
+    run = _sweep_once(problem, o, ctx, archive, ev, 0)
+    W, slsqp = front_directions(problem, o)
+    budget = o.front_evals if o.front_evals > 0 else 10**12
+    restarts = 0
+    while (
+        not slsqp
+        and run.stopped == "converged"
+        and restarts < _RESTARTS
+        and budget - ev.count >= _RESTART_ITERS * W.shape[0]
+        and _collapsed(archive)
+    ):
+        restarts += 1
+        again = _sweep_once(problem, o, ctx, archive, ev, restarts)
+        again.iterations += run.iterations
+        again.stage0_iterations += run.stage0_iterations
+        again.exchanged += run.exchanged
+        again.explored += run.explored
+        run = again
+    run.restarts = restarts
+    return run
+
+
+_RESTARTS = 2  # stage 0 runs again from new starts at most this often after a collapsed front
+_RESTART_ITERS = 20  # ... when the budget left holds this many stage-0 iterations
+
+
+def _sweep_once(
+    problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any, ev: Any, restart: int
+) -> FrontRun:
+    """Stage 0 from the starts of `restart` (0: the first run), then the refinements."""
     from optlang.backends.multiobjective.common import batched_init, cosine
 
     m = len(problem.objectives)
@@ -735,7 +769,9 @@ def sweep(problem: MultiObjectiveProblem, o: Any, ctx: RunContext, archive: Any,
         )
     iters0 = ctx.max_iter if ctx.max_iter is not None else o.front_iters
     iters0 = max(1, min(iters0, int(o.front_stage0 * budget) // K if budget < 10**12 else iters0))
-    X0 = batched_init(problem.variables, K, ctx, offset=2)
+    if restart:  # a run again: its stage 0 takes at most the same share of what is left
+        iters0 = max(1, min(iters0, int(o.front_stage0 * (budget - ev.count)) // K))
+    X0 = batched_init(problem.variables, K, ctx, offset=2 if restart == 0 else 100 + restart)
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
     z: torch.Tensor | None = None

@@ -1489,6 +1489,7 @@ class ParetoM3(Backend):
             "gaps": fr.gaps,
             "gap_retests": fr.gap_retests,
             "gaps_filled": fr.gaps_filled,
+            "restarts": fr.restarts,
             "predicted": fr.predicted,
             "corrected": fr.corrected,
             "exchanged": fr.exchanged,
