@@ -35,8 +35,8 @@ from optlang.backends.multiobjective.end_test import (
     EPSILONS,
     ROUNDING,
     EndCertificate,
+    JointJacobian,
     sampled_start,
-    weighted_value_grad,
 )
 from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
@@ -89,12 +89,11 @@ def certify_neighbours(
             return EndCertificate(
                 values, False, calls, f"Benson's problem finds a point that dominates it (gain {gain:.3g})"
             )
-    fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
+    jac = JointJacobian(problem, fl)  # SLSQP asks for f₁ and the caps at one point in separate calls
 
-    seen: dict[tuple[int, bytes], tuple[float, np.ndarray]] = {}  # the current point's (f_k, ∇f_k)
     # coordinates held on a bound by an infinite slope (ZDT6's mean(x)^¼ at 0): fixed there, their
     # gradients left out, as in the polish (else SLSQP sees ∞ and finds no neighbour)
-    J0 = np.stack([weighted_value_grad(fns, fl, np.eye(m)[k], z)[1] for k in range(m)])
+    J0 = jac(z)[1].copy()
     calls += 1
     held = np.zeros(z.size, bool)
     if not np.all(np.isfinite(J0)):
@@ -105,16 +104,9 @@ def certify_neighbours(
         z = np.where(sides < 0, fl.lo, np.where(sides > 0, fl.hi, z))
 
     def f_grad(k: int, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """f_k and its gradient at x; SLSQP asks for f₁, the caps' values and their Jacobians at the same
-        point in separate calls, so each is evaluated once per point (was 3× the time)."""
-        key = (k, x.tobytes())
-        if key not in seen:
-            if len(seen) >= m:  # only the current point's are asked for again
-                seen.clear()
-            value, grad = weighted_value_grad(fns, fl, np.eye(m)[k], x)
-            grad[held] = 0.0
-            seen[key] = (value, grad)
-        return seen[key]
+        """f_k and its gradient at x (every objective's evaluated once per point: `JointJacobian`)."""
+        F, J = jac(x)
+        return float(F[k]), np.where(held, 0.0, J[k])
 
     bounds = scipy_bounds(np.where(held, z, fl.lo), np.where(held, z, fl.hi))
     names = [n for n, _ in problem.objectives]

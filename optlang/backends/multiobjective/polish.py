@@ -60,6 +60,7 @@ def polish(
     stop: Callable[[], bool] | None = None,
     keep_free: np.ndarray | None = None,
     retries: int = 2,
+    unbounded: bool = False,
 ) -> Polished | None:
     """SLSQP on the Pareto-critical formulation from `start`; None when not applicable or it failed.
     `stop()` (the run's time limit / interrupt) ends SLSQP early; the point is then judged as it is.
@@ -286,7 +287,10 @@ def polish(
     nu0 = np.array([float(np.mean(g0[free][gfree == gi])) if np.any(gfree == gi) else 0.0 for gi in fl.groups])
     ka0 = np.array([max(0.0, -float(g0[free][ix] @ z0[free][ix])) / rad**2 for ix, rad in act_b])
     v0 = np.concatenate([z0[free], lam0, nu0, ka0])
-    bounds = scipy_bounds(fl.lo[free], fl.hi[free])
+    boxed = (fl.grp[free] < 0) & (fl.bgrp[free] < 0)  # box coordinates (a simplex's keep x ≥ 0)
+    lo_f = np.where(unbounded & boxed, -np.inf, fl.lo[free])
+    hi_f = np.where(unbounded & boxed, np.inf, fl.hi[free])
+    bounds = scipy_bounds(lo_f, hi_f)
     bounds += [(0.0, 1.0)] * m + [(None, None)] * G + [(0.0, None)] * nb
     cons = [{"type": "eq", "fun": c_fun, "jac": c_jac}]
     if inact_b:
@@ -295,6 +299,8 @@ def polish(
     if solved is None:
         return None
     v, nit = solved
+    if unbounded and np.any((v[:nf] < fl.lo[free] - 1e-9 * width[free]) | (v[:nf] > fl.hi[free] + 1e-9 * width[free])):
+        return None  # the critical set left the box: the bounded polish's point stands
     v[:nf] = np.clip(v[:nf], fl.lo[free], fl.hi[free])
     for ix, rad in act_b:  # exactly on the sphere
         v[:nf][ix] *= rad / max(float(np.linalg.norm(v[:nf][ix])), 1e-300)
@@ -335,7 +341,7 @@ def polish(
     bad = wrong > 1e-9 * scale
     if bad.any() and retries > 0 and not (stop is not None and stop()):
         released = bad if keep_free is None else keep_free | bad
-        again = polish(problem, values, max_dim, maxiter, stop, released, retries - 1)
+        again = polish(problem, values, max_dim, maxiter, stop, released, retries - 1, unbounded)
         if again is not None:
             again.iterations += nit
             again.evaluations += count[0]
@@ -344,17 +350,40 @@ def polish(
     # breakpoints: a free coordinate on its lower bound with a vanishing multiplier, where the efficient
     # support changes. The face's manifold ends there, and its measure says nothing of the branch on which
     # that coordinate stays on the bound (its row of the stationarity equations becomes "≥ 0"): that
-    # branch's tangent is measured too, in the orientation that keeps the dropped row non-negative
+    # branch's tangent is measured too, in the orientation that keeps the dropped row non-negative. A box
+    # coordinate on its upper bound likewise, its row "≤ 0" (x₁ = sin(6π x₀) touching 1 at x₀ = 0.75 had
+    # stationarity 0 there: the critical set with x₁ held is that one point, and φ falls along the branch)
     on_lo = v[:nf] <= fl.lo[free] + 1e-12
-    kinks = np.flatnonzero(on_lo & (np.abs(g_all[free] - nu_of[free]) <= 1e-7 * scale))
-    stationarity = max(stationarity, _branch_descent(gphi, A, kinks))
+    on_hi = (v[:nf] >= fl.hi[free] - 1e-12) & boxed
+    idle = np.abs(g_all[free] - nu_of[free]) <= 1e-7 * scale
+    kinks = np.flatnonzero(on_lo & idle)
+    stationarity = max(
+        stationarity, _branch_descent(gphi, A, kinks), _branch_descent(gphi, A, np.flatnonzero(on_hi & idle), -1.0)
+    )
     # a plateau: moving along the critical set moves no objective (DTLZ4's x₀^100 at x₀ = 0.62: the front's
     # tangent there is ~1e-19 per unit of x₀'s width). φ is flat along it, so the stationarity says nothing
     # of the front, along which φ may fall (certified 0.14 above the least); the sampled tests decide
     F_end = np.array([float(f(fl.split(torch.as_tensor(full(v)))).reshape(())) for f in fns])
     if nf and _plateau(A, Jf, width[free], 1e-6 * (1.0 + float(np.abs(F_end).max()))):
         stationarity = max(stationarity, 1.0)
-    return Polished(values, lam, residual, stationarity, nit, count[0])
+    done = Polished(values, lam, residual, stationarity, nit, count[0])
+    # a free coordinate on a bound with a vanishing multiplier, where the critical set only touches the bound
+    # (UF1's x_j = sin(6π x₀ + jπ/n) reaches ±1 every 1/180 of x₀): SLSQP holds the touched bound as active
+    # and stops at the touch point next to its start (stationarity 2e-4, x₀ = 31/45 for 0.665856). It is
+    # polished again with the box coordinates unbounded: kept when it ends inside the box, more stationary
+    touched = (on_lo | on_hi) & idle
+    if touched.any() and stationarity > _BREAKPOINT_RETRY_ABOVE and not unbounded and not (stop is not None and stop()):
+        again = polish(problem, values, max_dim, maxiter, stop, keep_free, retries, unbounded=True)
+        if again is not None:
+            again.iterations += nit
+            again.evaluations += count[0]
+            if again.stationarity + again.residual < stationarity + residual:
+                return again
+            done.iterations, done.evaluations = again.iterations, again.evaluations
+    return done
+
+
+_BREAKPOINT_RETRY_ABOVE = 1e-7  # the stationarity above which a breakpoint is polished again (paretom3's stat_tol)
 
 
 def _cusps(
@@ -474,12 +503,13 @@ def _holds(J_free: np.ndarray, right: np.ndarray, left: np.ndarray, push: float)
     return float(lam @ right) > push and float(lam @ left) < -push
 
 
-def _branch_descent(g: np.ndarray, A: np.ndarray, rows: np.ndarray) -> float:
+def _branch_descent(g: np.ndarray, A: np.ndarray, rows: np.ndarray, side: float = 1.0) -> float:
     """The steepest relative descent of φ (gradient g in the polish's unknowns) along the branches that
     start at breakpoints: for each row p in `rows` (a free coordinate p on its bound whose stationarity row
     holds with a vanishing multiplier), the tangent of the critical set with coordinate p held on its bound
-    and row p dropped, oriented so that row p's value grows (stays a valid multiplier); 0 when φ falls along
-    none. Other active bounds are not imposed on the branch, which can only make the measure larger."""
+    and row p dropped, oriented so that row p's value grows (`side` 1: a lower bound's multiplier) or falls
+    (−1: an upper bound's), staying a valid multiplier; 0 when φ falls along none. Other active bounds are
+    not imposed on the branch, which can only make the measure larger."""
     from scipy.linalg import null_space
 
     worst = 0.0
@@ -489,7 +519,7 @@ def _branch_descent(g: np.ndarray, A: np.ndarray, rows: np.ndarray) -> float:
         keep = np.r_[0:p, p + 1 : A.shape[0]]
         N = null_space(np.concatenate([A[keep], np.eye(n)[[p]]], 0), rcond=1e-10)
         for d in N.T:
-            slope = float(A[p] @ d)
+            slope = side * float(A[p] @ d)
             signs = (1.0,) if slope > 1e-12 else (-1.0,) if slope < -1e-12 else (1.0, -1.0)
             for sg in signs:
                 worst = max(worst, -sg * float(g @ d) / gn)
