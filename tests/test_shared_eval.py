@@ -118,3 +118,48 @@ def test_a_plain_expression_without_shared_nodes_needs_no_memo() -> None:
     fn = torch_function(node).compile("cpu", torch.float64)
     assert float(fn({"x": torch.tensor(0.5, dtype=torch.float64)})) == 1.75
     assert evaluate.sample_size(node) is None
+
+
+def _random_model(rng: np.random.Generator) -> str:
+    """A model whose lets reuse earlier lets several times, two objectives over them."""
+    names = ["x"]
+    lines = ["var x[3] in [-1, 1]"]
+    unary = ["sin({})", "cos({})", "exp(-({})^2)", "({})^2", "0.5 * {}"]
+    for k in range(int(rng.integers(2, 6))):
+        a, b = (names[int(i)] for i in rng.integers(0, len(names), 2))
+        u = unary[int(rng.integers(0, len(unary)))]
+        op = ["+", "-", "*"][int(rng.integers(0, 3))]
+        lines.append(f"let t{k} = {u.format(a)} {op} {b}")
+        names.append(f"t{k}")
+    last = names[-1]
+    mid = names[len(names) // 2]
+    lines.append("minimize {")
+    lines.append(f"  f1: sum({last}) + sum({mid}^2)")
+    lines.append(f"  f2: prod(cos({last})) - mean({mid})")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def test_random_models_with_shared_lets_match_numpy_and_finite_differences() -> None:
+    rng = np.random.default_rng(11)
+    sharing = 0
+    for _ in range(25):
+        text = _random_model(rng)
+        model = optlang.parse(text)
+        problem = model.compiled.problem
+        sharing += bool(_shared_ops([e for _, e in model.ir.objective.entries]))
+        joint = problem.joint.compile("cpu", torch.float64)  # type: ignore[attr-defined]
+        x = rng.uniform(-1, 1, 3)
+        xt = torch.tensor(x, requires_grad=True)
+        Fs = joint({"x": xt})
+        for k, (_, expr) in enumerate(model.ir.objective.entries):
+            ref = float(evaluate_np(expr, {"x": x}))
+            assert abs(float(Fs[k].detach()) - ref) <= 1e-12 * (1 + abs(ref)), text
+            (g,) = torch.autograd.grad(Fs[k], xt, retain_graph=True)
+            h = 1e-6
+            fd = [
+                (float(evaluate_np(expr, {"x": x + h * e})) - float(evaluate_np(expr, {"x": x - h * e}))) / (2 * h)
+                for e in np.eye(3)
+            ]
+            np.testing.assert_allclose(g.numpy(), fd, rtol=1e-5, atol=1e-6, err_msg=text)
+    assert sharing >= 20  # most draws share nodes across the objectives (the case under test)
