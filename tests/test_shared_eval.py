@@ -163,3 +163,23 @@ def test_random_models_with_shared_lets_match_numpy_and_finite_differences() -> 
             ]
             np.testing.assert_allclose(g.numpy(), fd, rtol=1e-5, atol=1e-6, err_msg=text)
     assert sharing >= 20  # most draws share nodes across the objectives (the case under test)
+
+
+def test_one_compiled_function_called_from_two_threads_keeps_each_calls_values() -> None:
+    # a compiled function is shared by every solve of its model; the per-call values of its shared nodes
+    # are per thread, so two threads evaluating different points never read each other's
+    from concurrent.futures import ThreadPoolExecutor
+
+    fn = _problem(SHARED).objectives[1][1].compile("cpu", torch.float64)  # type: ignore[attr-defined]
+    expr = optlang.parse(SHARED).ir.objective.entries[1][1]
+    rng = np.random.default_rng(5)
+    points = [rng.uniform(0.1, 2.0, 3) for _ in range(200)]
+
+    def value(x: np.ndarray) -> float:
+        return float(fn({"x": torch.as_tensor(x)}))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(value, points))
+    for x, v in zip(points, got, strict=True):
+        ref = float(evaluate_np(expr, {"x": x}))
+        assert abs(v - ref) <= 1e-12 * (1 + abs(ref))

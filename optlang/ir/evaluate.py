@@ -7,6 +7,7 @@ minibatch `batch` index. `evaluate_np` is the float64 reference used by Result a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -82,7 +83,8 @@ def _closures(nodes: list[Node], device: Any, dtype: Any) -> Callable[[Mapping[s
                 cache[key] = torch.as_tensor(np.asarray(v, dtype=np.float64), dtype=dtype, device=device)
         return cache[key]
 
-    memo: list[dict[int, Any] | None] = [None]  # one call's values of the shared nodes
+    memo = threading.local()  # `.seen`: one call's values of the shared nodes (per thread: a compiled
+    # function is shared by every solve of its model, and an API user may run two in threads)
     made: dict[int, Closure] = {}  # a shared node's closure, built once
 
     def make(n: Node) -> Closure:
@@ -93,7 +95,7 @@ def _closures(nodes: list[Node], device: Any, dtype: Any) -> Callable[[Mapping[s
         fn = make_node(n)
 
         def once(env: Mapping[str, Any], batch: Any, f: Closure = fn, key: int = id(n)) -> Any:
-            seen = memo[0]
+            seen = getattr(memo, "seen", None)
             if seen is None:  # outside `call` (cannot happen): no sharing
                 return f(env, batch)
             if key not in seen:
@@ -126,12 +128,12 @@ def _closures(nodes: list[Node], device: Any, dtype: Any) -> Callable[[Mapping[s
         return lambda values, batch: [r(values, batch) for r in roots]
 
     def call(values: Mapping[str, Any], batch: Any) -> list[Any]:
-        outer = memo[0]  # a call from inside a call (none today) keeps the outer call's values
-        memo[0] = {}
+        outer = getattr(memo, "seen", None)  # a call from inside a call (none today) keeps the outer's values
+        memo.seen = {}
         try:
             return [r(values, batch) for r in roots]
         finally:
-            memo[0] = outer
+            memo.seen = outer
 
     return call
 
