@@ -142,10 +142,10 @@ def _shared_ops(nodes: list[Node]) -> set[int]:
     """The ids of the operations that more than one parent (or root) uses (a `let` used twice, `t1` in
     two terms): evaluated once per call instead of once per use (WFG9's objective: 902 tree nodes, 165
     distinct)."""
-    parents: dict[int, int] = {id(n): 1 for n in nodes if isinstance(n, Op)}
-    for n in nodes:
-        if isinstance(n, Op) and nodes.count(n) > 1:
-            parents[id(n)] = 2
+    parents: dict[int, int] = {}
+    for n in nodes:  # a root counts as one use (two when it is listed twice)
+        if isinstance(n, Op):
+            parents[id(n)] = parents.get(id(n), 0) + 1
     stack: list[Node] = list({id(n): n for n in nodes}.values())
     while stack:
         n = stack.pop()

@@ -108,6 +108,34 @@ class BatchEval:
         return torch.stack([self._one({k: v[b] for k, v in X.items()}) for b in range(B)])
 
 
+class JointJacobian:
+    """F and its Jacobian at a flat float64 point (`fl`: the problem's `FlatVariables`), from one evaluation
+    of the objectives together (`MultiObjectiveProblem.joint`) and one backward pass per objective; the last
+    point's are kept, as SLSQP asks for the objective and each constraint at one point in separate calls.
+    The arrays returned are that cache: read them, do not write them."""
+
+    def __init__(self, problem: MultiObjectiveProblem, fl: Any) -> None:
+        self.joint = problem.joint.compile("cpu", torch.float64)
+        self.fl = fl
+        self.last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.last is not None and np.array_equal(self.last[0], x):
+            return self.last[1], self.last[2]
+        zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
+        Fs = self.joint(self.fl.split(zt))
+        m = len(Fs)
+        J = np.zeros((m, x.size))
+        for k, f in enumerate(Fs):  # each objective's own graph (a zero upstream through another's is NaN)
+            if f.requires_grad:
+                (g,) = torch.autograd.grad(f, zt, allow_unused=True, retain_graph=k < m - 1)
+                if g is not None:
+                    J[k] = g.numpy()
+        F = np.array([float(f.detach()) for f in Fs])
+        self.last = (x.copy(), F, J)
+        return F, J
+
+
 def batched_project_(variables: tuple[Variable, ...], X: dict[str, torch.Tensor]) -> None:
     """Project every instance of every variable onto its domain, in place."""
     with torch.no_grad():

@@ -88,33 +88,6 @@ class PointEval:
         return out_np[:, : self.m], out_np[:, self.m]
 
 
-class JointJacobian:
-    """F and its Jacobian at a flat float64 point, from one evaluation of the objectives together
-    (`MultiObjectiveProblem.joint`) and one backward pass per objective; the last point's are kept, as
-    SLSQP asks for the objective and each constraint at one point in separate calls."""
-
-    def __init__(self, problem: MultiObjectiveProblem, fl: FlatVariables) -> None:
-        self.joint = problem.joint.compile("cpu", torch.float64)
-        self.fl = fl
-        self.last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if self.last is not None and np.array_equal(self.last[0], x):
-            return self.last[1], self.last[2]
-        zt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        Fs = self.joint(self.fl.split(zt))
-        m = len(Fs)
-        J = np.zeros((m, x.size))
-        for k, f in enumerate(Fs):  # each objective's own graph (a zero upstream through another's is NaN)
-            if f.requires_grad:
-                (g,) = torch.autograd.grad(f, zt, allow_unused=True, retain_graph=k < m - 1)
-                if g is not None:
-                    J[k] = g.numpy()
-        F = np.array([float(f.detach()) for f in Fs])
-        self.last = (x.copy(), F, J)
-        return F, J
-
-
 def weighted_value_grad(fns: list[Any], fl: FlatVariables, w: np.ndarray, x: np.ndarray) -> tuple[float, np.ndarray]:
     """Σ w_k f_k (`fns` compiled in float64; zero weights skipped) at the flat point x, and its gradient by
     autograd: what SLSQP asks of an objective in the sampled tests."""

@@ -462,12 +462,12 @@ class _FlatEval:
 
     def __init__(self, problem: MultiObjectiveProblem, ev: Any, archive: Any, budget: int) -> None:
         from optlang.backends.common import FlatVariables
+        from optlang.backends.multiobjective.common import JointJacobian
 
         self.fl = FlatVariables(problem.variables)
-        self.joint = problem.joint.compile("cpu", torch.float64)
+        self.jac = JointJacobian(problem, self.fl)
         self.n, self.m = int(self.fl.lo.size), len(problem.objectives)
         self.ev, self.archive, self.budget = ev, archive, budget
-        self.last: list[Any] = [None, None, None]
         self.pending: list[tuple[np.ndarray, np.ndarray]] = []
         self.bounds: list[tuple[float | None, float | None]] = [
             (float(a) if np.isfinite(a) else None, float(b) if np.isfinite(b) else None)
@@ -475,21 +475,14 @@ class _FlatEval:
         ] + [(None, None)]
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        last = self.last
-        if last[0] is not None and np.array_equal(last[0], x):
-            return last[1], last[2]
+        last = self.jac.last
+        if last is not None and np.array_equal(last[0], x):
+            return last[1], last[2]  # the point SLSQP just asked for: not a new evaluation
         if self.ev.count >= self.budget:
             raise _Spent
-        xt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
-        out = self.joint(self.fl.split(xt))
-        F = torch.stack(out).detach().numpy().copy()
-        rows = [
-            torch.autograd.grad(out[i], xt, allow_unused=True, retain_graph=i < self.m - 1)[0] for i in range(self.m)
-        ]
-        J = np.stack([np.zeros(self.n) if r is None else r.numpy() for r in rows])
+        F, J = self.jac(x)
         self.ev.count += 1
         self.pending.append((F, x.copy()))  # archived in batches (one merge per ray, not per point)
-        last[:] = [x.copy(), F, J]
         return F, J
 
     def flush(self) -> None:

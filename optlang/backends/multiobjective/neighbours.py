@@ -27,24 +27,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from optlang.backends.multiobjective.common import JointJacobian
 from optlang.backends.multiobjective.end_test import (
     EPSILONS,
     ROUNDING,
     EndCertificate,
-    JointJacobian,
     sampled_start,
 )
-from optlang.lazy import lazy_module
 from optlang.problem import MultiObjectiveProblem
-
-if TYPE_CHECKING:
-    import torch
-else:
-    torch = lazy_module("torch")
 
 MAX_OBJECTIVES = 4  # 2^(m−1) sign patterns: at most 8
 
@@ -93,7 +87,7 @@ def certify_neighbours(
 
     # coordinates held on a bound by an infinite slope (ZDT6's mean(x)^¼ at 0): fixed there, their
     # gradients left out, as in the polish (else SLSQP sees ∞ and finds no neighbour)
-    J0 = jac(z)[1].copy()
+    J0 = jac(z)[1]
     calls += 1
     held = np.zeros(z.size, bool)
     if not np.all(np.isfinite(J0)):

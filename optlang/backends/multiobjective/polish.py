@@ -77,21 +77,19 @@ def polish(
     if preference is None or not polishable(problem, max_dim):
         return None
 
+    from optlang.backends.multiobjective.common import JointJacobian
+
     fl = FlatVariables(problem.variables)
-    fns = [f.compile("cpu", torch.float64) for _, f in problem.objectives]
     joint = problem.joint.compile("cpu", torch.float64)  # the objectives in one pass over what they share
+    jac = JointJacobian(problem, fl)  # F and J at the last point asked for
     pref = preference.compile("cpu", torch.float64)
-    m = len(fns)
+    m = len(problem.objectives)
     count = [0]
     steep = np.zeros(fl.lo.size, bool)  # coordinates held on a bound by an infinite slope (`steep_bounds`)
 
     def jac_F(z: np.ndarray) -> np.ndarray:
-        zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
-        vals = fl.split(zt)
-        Fs = joint(vals)
-        rows = [torch.autograd.grad(Fs[i], zt, allow_unused=True, retain_graph=i < m - 1)[0] for i in range(m)]
+        J = jac(z)[1].copy()
         count[0] += 1
-        J = np.stack([np.zeros(z.size) if r is None else r.numpy() for r in rows])
         # held on a bound or a cusp: their infinite slopes there take no part in λ or the tests (the finite
         # slopes next to a cusp stay: they are what `_holds` reads)
         J[:, steep] = np.where(np.isfinite(J[:, steep]), J[:, steep], 0.0)
@@ -363,7 +361,7 @@ def polish(
     # a plateau: moving along the critical set moves no objective (DTLZ4's x₀^100 at x₀ = 0.62: the front's
     # tangent there is ~1e-19 per unit of x₀'s width). φ is flat along it, so the stationarity says nothing
     # of the front, along which φ may fall (certified 0.14 above the least); the sampled tests decide
-    F_end = np.array([float(f(fl.split(torch.as_tensor(full(v)))).reshape(())) for f in fns])
+    F_end = jac(full(v))[0]  # (J_all's point: no new evaluation)
     if nf and _plateau(A, Jf, width[free], 1e-6 * (1.0 + float(np.abs(F_end).max()))):
         stationarity = max(stationarity, 1.0)
     done = Polished(values, lam, residual, stationarity, nit, count[0])
