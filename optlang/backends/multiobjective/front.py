@@ -1594,8 +1594,10 @@ def _finish(
 
     The rays and predictors stop at the resolution of the mesh, not at the front: where the objectives
     flatten (Fonseca-Fleming's exponentials) the points end ~5e-3 inside it while the budget is a
-    quarter unspent. Returns (the solutions' objectives and points, updated; False on the time limit or
-    non-finite objectives)."""
+    quarter unspent. A finished point replaces its solution only when it is feasible, its start does not
+    dominate it, and its achievement on its own ray is no worse (an overshoot near a concave front's end lands
+    on the end itself and leaves a hole in the mesh). Returns (the solutions' objectives and points, updated;
+    False on the time limit or non-finite objectives)."""
     nd = np.flatnonzero(nd_mask)
     # the final evaluation, the feasibility steps, and the kinks' trial (`_Batch.snap`)
     extra = 1 + (_RESTORE_STEPS if ev.constrained else 0) + (1 if _watches(problem, o) else 0)
@@ -1613,6 +1615,14 @@ def _finish(
     # a finished point that left the feasible set, or that its own start dominates (UF7's f₁ = x₁^{1/5}: a step
     # off the bound x₁ = 0 raised f₁ at the front's end from 0 to 0.07), keeps its old place
     ok = rb.feasible.cpu().numpy() & ~(np.all(SF[nd] <= Fc, axis=1) & np.any(SF[nd] < Fc, axis=1))
+    # and one whose achievement on its own ray got worse keeps its old place: a step's overshoot near a concave
+    # front's end (ZDT2: W ≈ (0.97, 0.03), Adam's fixed-size steps) ended on the end point (1, 0), dominating
+    # nothing and dominated by nothing, but leaving its part of the front with no solution (19 of 213 on
+    # models/zdt2_front.opt: the resolved mesh had holes again, and the budget was spent)
+    with torch.no_grad():
+        a0 = achievement((torch.as_tensor(SF[nd], dtype=z.dtype, device=z.device) - z) / s, rb.W, o)
+        a1 = achievement((torch.as_tensor(Fc, dtype=z.dtype, device=z.device) - z) / s, rb.W, o)
+    ok &= (a1 <= a0).cpu().numpy()
     SF = SF.copy()
     SF[nd[ok]] = Fc[ok]
     rows, keep = torch.as_tensor(nd[ok], device=ctx.device), torch.as_tensor(ok, device=ctx.device)
