@@ -49,6 +49,55 @@ def test_tcdro_adam_lr_auto_chooses_the_least_validation_loss_and_equals_the_fix
     assert r.objective == pytest.approx(fixed.objective, rel=1e-9)
 
 
+DOC_DRO = """param X = randn(200, 3, seed = 1)
+param y = X @ [1, -2, 0.5] + randn(200, seed = 2)
+var w[3]
+minimize robust mean((X @ w - y)^2) within chi2(radius = 0.1)
+"""
+
+
+def test_validation_prefers_a_converged_candidate_within_one_standard_error() -> None:
+    """docs/language.md's `lr = auto` example under Adam: lr = 0.01 scores least (0.93695) but every one of its
+    fits stops at the 500-iteration limit (its early stop acts as a regularizer); lr = 0.1 converges on every
+    fold and scores 0.93761, well within one standard error (0.094). The one-standard-error rule takes 0.1, so
+    the final solve converges on the model as written — the L-BFGS optimum — instead of ending
+    `iteration_limit` (as it did when the least score alone decided)."""
+    r = optlang.parse(DOC_DRO + "solver tcdro { solver = adam, lr = auto in [0.01, 0.1] }\n").solve(seed=0)
+    a = r.info["auto_options"]
+    by = {c["lr"]: c for c in a["candidates"]}
+    assert by[0.01]["score"] < by[0.1]["score"] <= by[0.01]["score"] + by[0.01]["standard_error"]
+    assert by[0.01]["converged"] is False and by[0.1]["converged"] is True
+    assert a["chosen"] == {"lr": 0.1} and a["how"].startswith("one standard error")
+    exact = optlang.parse(DOC_DRO).solve(seed=0)
+    assert r.status.value == "converged" and r.objective == pytest.approx(exact.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "scores, se, converged, chosen, how",
+    [
+        ([1.0, 1.01], [0.05, 0.05], [False, True], 1, "one standard error"),  # within: the converged one
+        ([1.0, 1.2], [0.05, 0.05], [False, True], 0, "least score"),  # outside the standard error
+        ([1.0, 1.01], [0.05, 0.05], [True, True], 0, "least score"),  # the least score converged
+        ([1.0, 1.01], [float("nan"), 0.05], [False, True], 0, "least score"),  # one split: no standard error
+        ([1.0, 1.01, 1.02], [0.05, 0.05, 0.05], [False, True, True], 1, "one standard error"),  # least of them
+        ([1.0, 1.01], [0.05, 0.05], [False, False], 0, "least score"),  # none converged
+    ],
+)
+def test_one_standard_error_rule(scores, se, converged, chosen, how) -> None:
+    import dataclasses
+
+    from optlang.backends.autotune import _choose
+
+    @dataclasses.dataclass
+    class Opts:
+        lr: float = 0.5
+
+    fields = {f.name: f for f in dataclasses.fields(Opts)}
+    cands = [{"lr": 0.1 * (i + 1)} for i in range(len(scores))]
+    i, note = _choose(scores, cands, fields, se, converged)
+    assert i == chosen and note.startswith(how)
+
+
 def test_smooth_with_data_rows_is_validated(tmp_path) -> None:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 2))

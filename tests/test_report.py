@@ -764,7 +764,7 @@ def test_auto_options_report_plots_each_candidates_score(tmp_path) -> None:
     (ring,) = svg_points(html, "opt0:chosen")
     assert ring == pytest.approx(drawn[v.chosen])
     md = report.render(c, "md")
-    assert "## Validation (auto options)" in md and "| lr | score | chosen |" in md
+    assert "## Validation (auto options)" in md and "| lr | score | standard error | fits converged | chosen |" in md
     for cd in cands:
         assert report.fmt.num(cd["score"], 6) in md
     assert "Validation (auto options)" not in report.render(toy_comparison(), "html")
@@ -812,3 +812,15 @@ def test_auto_options_panel_budget_rule_several_options_and_hostile_text() -> No
     assert "<script" not in md and "&lt;script&gt;" in md and "not statistical validation" in md
     broken = Result(Status.CONVERGED, 1.0, {}, "gd", "smooth", info={"auto_options": {"error": "x"}})
     assert panels.auto_options(broken) is None
+    # a validation record with each candidate's standard error and convergence: two more columns
+    rec2 = {
+        **rec,
+        "rule": "validation",
+        "candidates": [{**c, "standard_error": 0.1, "converged": i != 2} for i, c in enumerate(cands)],
+    }
+    rec2["candidates"][0]["standard_error"] = None
+    v2 = panels.auto_options(Result(Status.CONVERGED, 1.0, {}, "gd", "smooth", info={"auto_options": rec2}))
+    assert v2 is not None
+    header, rows = panels.auto_option_rows(v2)
+    assert header == ["#", "lr", "beta", "score", "standard error", "fits converged", "chosen"]
+    assert [row[4:6] for row in rows] == [["—", "yes"], ["0.1", "yes"], ["0.1", "no"], ["0.1", "yes"]]

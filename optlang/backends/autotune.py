@@ -11,7 +11,12 @@ the choice and records it in `Result.info["auto_options"]`. Two rules, by what t
   fold the backend's own solve on the training rows (the same function with its sample axis
   restricted to them), scored by the validation loss of the fitted model: the mean held-out
   per-sample loss (dro) or the objective with its sample mean over the held-out rows (smooth),
-  pooled over folds. The least score wins.
+  pooled over folds. The least score wins — unless its fits stopped short (a fit of some fold ended
+  without converging: an Adam step size too small for the budget, whose early stop then acts as a
+  regularizer) while a candidate whose every fit converged scores within one standard error of it (the
+  standard error of the least score's fold means, K ≥ 2): then the least score among those converged
+  candidates wins (the one-standard-error rule, ESL §7.10, with "solved the stated problem" as the
+  tie-breaker). The chosen option then solves the model the user wrote, not an early-stopped version.
 * **Budget** — every other model (no data rows to hold out): each candidate runs the backend on
   the whole problem for the same short budget (`BUDGET_ITER` iterations, or the user's smaller
   `max_iter`), scored by the backend's own objective value reached (diverged or no solution: +inf).
@@ -44,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import AUTO_KEY as KEY
-from optlang.backends.base import Backend, RawSolution, RunContext, numeric_kind
+from optlang.backends.base import Backend, RawSolution, RunContext, Status, numeric_kind
 from optlang.problem import DROProblem, SmoothProblem, TorchFunction
 
 if TYPE_CHECKING:
@@ -195,20 +200,27 @@ def solve(backend: Backend, problem: Any, options: Any, ctx: RunContext) -> RawS
     k = int(getattr(options, "folds", FOLDS))
     t0 = time.perf_counter()
     kind = "dro" if isinstance(problem, DROProblem) else ("smooth" if isinstance(problem, SmoothProblem) else "")
+    se: list[float] | None = None
+    converged: list[bool] | None = None
     if rule_for(kind, n, max(k, 2)) == "validation":
         assert n is not None
         rule = "validation"
-        scores, method, criterion, fits, execution = _validate(backend, problem, options, ctx, cands, fields, n)
+        scores, method, criterion, fits, execution, se, converged = _validate(
+            backend, problem, options, ctx, cands, fields, n
+        )
     else:
         rule = "budget"
         scores, method, criterion, fits, execution = _budget(backend, problem, options, ctx, cands, fields)
-    best, note = _choose(scores, cands, fields)
+    best, note = _choose(scores, cands, fields, se, converged)
     record: dict[str, Any] = {
         "parameters": names,
         "rule": rule,
         "method": method,
         "criterion": criterion,
-        "candidates": [{**c, "score": s if math.isfinite(s) else None} for c, s in zip(cands, scores, strict=True)],
+        "candidates": [
+            {**c, "score": s if math.isfinite(s) else None, **_fit_record(i, se, converged)}
+            for i, (c, s) in enumerate(zip(cands, scores, strict=True))
+        ],
         "chosen": dict(cands[best]),
         "how": note,
         "fits": fits,
@@ -228,13 +240,18 @@ def _validate(
     cands: list[dict[str, float]],
     fields: Mapping[str, dataclasses.Field],
     n: int,
-) -> tuple[list[float], str, str, int, str]:
+) -> tuple[list[float], str, str, int, str, list[float], list[bool]]:
+    """Each candidate's pooled validation score, the record's method and criterion, the fits run, how they
+    ran, each candidate's standard error (of its fold means; NaN with one split) and whether every one of its
+    fits converged."""
     how = str(getattr(options, "select", "kfold"))
     k = int(getattr(options, "folds", FOLDS))
     frac = float(getattr(options, "val_frac", 0.25))
     splits = folds(n, how if how in ("kfold", "holdout") else "kfold", k, frac, ctx.seed)
     opts = [_with(options, cand, fields) for cand in cands]
     totals = [0.0] * len(cands)
+    per_fold: list[list[float]] = [[] for _ in cands]
+    converged = [True] * len(cands)
     fits = 0
     batched = True
     for tr, va in splits:  # per fold: the candidates as one batched run where the backend has one
@@ -247,13 +264,36 @@ def _validate(
         for i, raw in enumerate(raws):
             loss = held_out_loss(problem, raw.values, va) if raw.status.has_solution and raw.values else math.inf
             totals[i] += loss * va.size
+            per_fold[i].append(loss)
+            converged[i] &= raw.status in (Status.CONVERGED, Status.OPTIMAL)
     count = sum(va.size for _, va in splits)
     scores = [t / count if math.isfinite(t) else math.inf for t in totals]
     method = (
         f"{len(splits)}-fold" if how != "holdout" else f"holdout {frac:g}"
     ) + f" validation on the training data (seed {ctx.seed}): the backend's own fit per candidate and fold"
     what = "mean held-out per-sample loss" if isinstance(problem, DROProblem) else "objective on the held-out rows"
-    return scores, method, f"least validation score ({what}, pooled over folds)", fits, _execution(batched, len(splits))
+    se = [_standard_error(f) for f in per_fold]
+    criterion = f"least validation score ({what}, pooled over folds)"
+    if len(splits) > 1:
+        criterion += (
+            "; a least score whose fits stopped short yields to the least converged one within its standard error"
+        )
+    return scores, method, criterion, fits, _execution(batched, len(splits)), se, converged
+
+
+def _standard_error(values: list[float]) -> float:
+    """The standard error of the mean of the fold scores (NaN with fewer than two, or any not finite)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size < 2 or not np.all(np.isfinite(v)):
+        return math.nan
+    return float(v.std(ddof=1) / math.sqrt(v.size))
+
+
+def _fit_record(i: int, se: list[float] | None, converged: list[bool] | None) -> dict[str, Any]:
+    """A candidate's standard error and convergence for the record (validation only)."""
+    if se is None or converged is None:
+        return {}
+    return {"standard_error": se[i] if math.isfinite(se[i]) else None, "converged": converged[i]}
 
 
 def _budget(
@@ -305,9 +345,14 @@ def _execution(batched: bool, groups: int) -> str:
 
 
 def _choose(
-    scores: list[float], cands: list[dict[str, float]], fields: Mapping[str, dataclasses.Field]
+    scores: list[float],
+    cands: list[dict[str, float]],
+    fields: Mapping[str, dataclasses.Field],
+    se: list[float] | None = None,
+    converged: list[bool] | None = None,
 ) -> tuple[int, str]:
-    """The index of the chosen candidate and how it was chosen."""
+    """The index of the chosen candidate and how it was chosen; with `se` and `converged` (validation), a
+    least score whose fits did not all converge yields to the least converged one within its standard error."""
     finite = [i for i, s in enumerate(scores) if math.isfinite(s)]
     default = next(
         (i for i, c in enumerate(cands) if all(fields[k].default == v for k, v in c.items())),
@@ -319,4 +364,15 @@ def _choose(
     hi = max(scores[i] for i in finite)
     if len(finite) == len(scores) and hi - lo <= 1e-9 * max(1.0, abs(lo)):
         return default, "tied: every candidate scored the same (the option does not act here); the default"
-    return min(finite, key=lambda i: (scores[i], i)), "least score"
+    best = min(finite, key=lambda i: (scores[i], i))
+    if se is None or converged is None or converged[best] or not math.isfinite(se[best]):
+        return best, "least score"
+    near = [i for i in finite if converged[i] and scores[i] <= scores[best] + se[best]]
+    if not near:
+        return best, "least score"
+    pick = min(near, key=lambda i: (scores[i], i))
+    return pick, (
+        f"one standard error: the least score ({scores[best]:.6g}) came from fits that stopped short of "
+        f"convergence; the least score among candidates whose every fit converged ({scores[pick]:.6g}) is "
+        f"within its standard error ({se[best]:.3g})"
+    )

@@ -368,6 +368,10 @@ class AutoOptions:
     criterion: str = ""
     how: str = ""
     execution: str = ""  # how the candidates ran (batched or one fit each), when recorded
+    # validation records since the one-standard-error rule: each candidate's standard error and whether every
+    # one of its fits converged (None where the record has no such entry)
+    errors: list[float | None] | None = None
+    converged: list[bool | None] | None = None
 
 
 def rule_text(rule: str, method: str) -> str:
@@ -411,6 +415,13 @@ def auto_options(r: Result) -> AutoOptions | None:
         xlabel = f"candidate ({' / '.join(names)})"
     rule = str(rec.get("rule", ""))
     method = str(rec.get("method", ""))
+    errors: list[float | None] | None = None
+    conv: list[bool | None] | None = None
+    if any("standard_error" in c or "converged" in c for c in cands):
+        errors = [
+            float(e) if _is_num(e := c.get("standard_error")) and math.isfinite(float(e)) else None for c in cands
+        ]
+        conv = [c["converged"] if isinstance(c.get("converged"), bool) else None for c in cands]
     return AutoOptions(
         run=f"{r.backend} (seed {r.seed})",
         names=names,
@@ -427,6 +438,8 @@ def auto_options(r: Result) -> AutoOptions | None:
         criterion=str(rec.get("criterion", "")),
         how=str(rec.get("how", "")),
         execution=str(rec.get("execution", "")),
+        errors=errors,
+        converged=conv,
     )
 
 
@@ -436,17 +449,21 @@ def auto_options_all(c: Comparison) -> list[AutoOptions]:
 
 
 def auto_option_rows(v: AutoOptions) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the candidates table (option values, score, chosen)."""
-    header = ["#", *v.names, "score", "chosen"]
-    rows = [
-        [
+    """Header and rows of the candidates table (option values, score, standard error and convergence of the
+    fits where recorded, chosen)."""
+    extra = v.errors is not None and v.converged is not None
+    header = ["#", *v.names, "score", *(["standard error", "fits converged"] if extra else []), "chosen"]
+    rows = []
+    for i, p in enumerate(v.params):
+        row = [
             str(i),
             *(f"{p[k]:g}" if _is_num(p[k]) else str(p[k]) for k in v.names),
             fmt.num(v.scores[i], 6) if v.scores[i] is not None else f"{fmt.DASH} (no finite score)",
-            "✓" if i == v.chosen else "",
         ]
-        for i, p in enumerate(v.params)
-    ]
+        if v.errors is not None and v.converged is not None:
+            e, c = v.errors[i], v.converged[i]
+            row += [fmt.num(e, 3) if e is not None else fmt.DASH, fmt.DASH if c is None else ("yes" if c else "no")]
+        rows.append([*row, "✓" if i == v.chosen else ""])
     return header, rows
 
 
