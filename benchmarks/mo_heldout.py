@@ -165,29 +165,39 @@ _PF_MU = (0.1 * np.random.default_rng(32).random(12)).round(4)
 
 
 def _portfolio() -> np.ndarray:
-    """The mean–variance front of `portfolio` (12 assets on the simplex): the least variance at 2 001 target
-    returns between the least and the largest mean, each a convex QP solved by SLSQP (scipy, float64, tight
-    tolerance) from the previous target's weights."""
-    from scipy.optimize import minimize
+    """The mean–variance front of `portfolio` (12 assets on the simplex): the least variance at target
+    returns, each a convex QP solved by CLARABEL (cvxpy's interior-point solver; a solve it does not call
+    optimal is left out): 2 001 targets evenly between the least and the largest mean, then targets halfway
+    between neighbouring front points farther apart than 1e-4 of the front's box, until none is (near the
+    largest mean the variance rises steeply: 0.59 → 0.73 over two even targets). It was SLSQP from the
+    previous target's weights on the even targets only: SLSQP failed on some targets (variance up to 0.034
+    too high), and risk + 135.5 loss, least between two even targets, looked 1.4e-3 lower at the exact
+    answer than on that "exact" front."""
+    import cvxpy as cp
 
     C = _PF_B @ _PF_B.T + 0.01 * np.eye(12)
-    w = np.eye(12)[int(np.argmin(_PF_MU))]
-    out = []
-    for r in np.linspace(_PF_MU.min(), _PF_MU.max(), 2001):
-        cons = [{"type": "eq", "fun": lambda v: v.sum() - 1, "jac": lambda v: np.ones(12)}]
-        cons.append({"type": "ineq", "fun": lambda v, r=r: _PF_MU @ v - r, "jac": lambda v: _PF_MU})
-        res = minimize(
-            lambda v: (v @ C @ v, 2 * C @ v),
-            w,
-            jac=True,
-            method="SLSQP",
-            bounds=[(0, 1)] * 12,
-            constraints=cons,
-            options={"ftol": 1e-14, "maxiter": 500},
-        )
-        w = np.clip(res.x, 0, None) / np.clip(res.x, 0, None).sum()
-        out.append([w @ C @ w, -_PF_MU @ w])
-    return nondominated(np.array(out))
+    w, r = cp.Variable(12), cp.Parameter()
+    prob = cp.Problem(cp.Minimize(cp.quad_form(w, C)), [w >= 0, cp.sum(w) == 1, _PF_MU @ w >= r])
+
+    def solve(targets: np.ndarray) -> list[list[float]]:
+        rows = []
+        for t in targets:
+            r.value = t
+            prob.solve(solver="CLARABEL")
+            if prob.status == "optimal":
+                v = np.clip(w.value, 0, None) / np.clip(w.value, 0, None).sum()
+                rows.append([v @ C @ v, -_PF_MU @ v, t])
+        return rows
+
+    P = np.array(solve(np.linspace(_PF_MU.min(), _PF_MU.max(), 2001)))
+    for _ in range(12):
+        P = P[np.argsort(P[:, 2])]
+        box = np.ptp(P[:, :2], axis=0)
+        gap = np.linalg.norm(np.diff(P[:, :2], axis=0) / box, axis=1) > 1e-4
+        if not gap.any():
+            break
+        P = np.concatenate([P, np.array(solve(0.5 * (P[:-1, 2] + P[1:, 2])[gap]))])
+    return nondominated(P[:, :2])
 
 
 def _matrix(A: np.ndarray) -> str:

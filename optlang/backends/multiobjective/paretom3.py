@@ -1372,8 +1372,10 @@ class ParetoM3(Backend):
         n_dom = strictly_dominating_count(seen, F[best], tol_dom)
         status = Status.CONVERGED if polished else _status(stopped, ctx)
         # the loop's own stop speaks for the loop's point only: an uncertified polish returned instead
-        # (better in φ, weakly Pareto by the merit test) claims nothing
-        replaced = bool(chosen) and not polished
+        # (better in φ, weakly Pareto by the merit test) claims nothing, nor does a second loop's point that
+        # replaced the answer uncertified — its loop stalled (ZDT6's `prefer f1`: 1.4e-4 above the least f1,
+        # where the loop's penalty balanced φ's slope, `converged` by the stall rule)
+        replaced = (bool(chosen) or bool(better)) and not polished
         if status.has_solution and (refuted or not ok[best] or replaced or n_dom) and status == Status.CONVERGED:
             status = Status.FEASIBLE  # never `converged` with a failing check (a seen point dominates it)
         scalar = polished.get("how") in ("scalar", "end", "neighbours")  # a sampled test, not the polish
