@@ -933,16 +933,17 @@ def _extremes(
             F2, AX2 = archive.front()
             j2 = int(np.argmin(F2 @ weights))
             end = {v.name: np.asarray(AX2[v.name][j2], dtype=np.float64) for v in problem.variables}
-            probe = _probe_positions(
-                problem, o, ctx, archive, ev, i, weights, end, float(F2[j2] @ weights), span, budget
-            )
+            here, before = float(F2[j2] @ weights), float(F[j] @ weights)
+            stalled = not here < before - 1e-9 * (1.0 + abs(before))  # the end's descent found no slope
+            probe = _probe_positions(problem, o, ctx, archive, ev, i, weights, end, here, span, budget, stalled)
             cap = min(int(cap), (budget - ev.count) // (2 * (m - i)))
             if probe is not None and cap >= 10 and not ctx.should_stop():
                 SF, SX = _extreme_from(problem, o, ctx, archive, ev, backend, weights, probe, cap, span, SF, SX)
     return SF, SX
 
 
-_PROBE_COORDINATES = 4  # the ends' probes: at most this many position coordinates per objective
+_PROBE_COORDINATES = 4  # the ends' probes: at most this many position coordinates per objective (and flat ones)
+_FLAT_SLOPE = 1e-12  # a coordinate whose effect on every objective across its box is below this: a plateau
 
 
 def _probe_positions(
@@ -957,12 +958,15 @@ def _probe_positions(
     f_here: float,
     span: np.ndarray,
     budget: int,
+    stalled: bool = False,
 ) -> dict[str, np.ndarray] | None:
     """A start for objective i's end in another basin, or None: along each position coordinate of `point`
     (inside its finite box, where another objective's slope is not negligible: a coordinate that trades
-    the objectives off; at most `_PROBE_COORDINATES`, the steepest), `front_extreme_probe` evenly spaced
-    values, the rest of the point kept; the probe lowest in the end's weighted objective when it is lower
-    than `point`'s (`f_here`) by more than 1e-6 of f_i's range. The probes are evaluated and archived (counted)."""
+    the objectives off; at most `_PROBE_COORDINATES`, the steepest) and, when the end's own descent did not
+    move (`stalled`), each coordinate on which no objective has a slope (a plateau; at most as many),
+    `front_extreme_probe` evenly spaced values, the rest of the point kept; the probe lowest in the end's
+    weighted objective when it is lower than `point`'s (`f_here`) by more than 1e-6 of f_i's range. The probes
+    are evaluated and archived (counted)."""
     from optlang.backends.common import FlatVariables
     from optlang.backends.multiobjective.common import archive_feasible
 
@@ -980,19 +984,27 @@ def _probe_positions(
     vals = fl.split(zt)
     J = np.zeros((len(problem.objectives), z.size))
     for k, (_, f) in enumerate(problem.objectives):
-        if k == i:
-            continue
         out_k = f.compile("cpu", torch.float64)(vals).reshape(())
         if out_k.requires_grad:
             (gk,) = torch.autograd.grad(out_k, zt, allow_unused=True)
             if gk is not None:
                 J[k] = gk.numpy()
-    # each coordinate's largest effect on another objective across its box, in that objective's range
-    trade = np.max(np.abs(J) * np.where(boxed, width, 0.0)[None, :] / span[:, None], axis=0)
+    # each coordinate's effect on each objective across its box, in that objective's range; the largest on
+    # another objective than f_i: a coordinate that trades them off
+    slope = np.abs(J) * np.where(boxed, width, 0.0)[None, :] / span[:, None]
+    trade = np.max(np.delete(slope, i, axis=0), axis=0) if slope.shape[0] > 1 else np.zeros(z.size)
     cand = np.flatnonzero(inside & (trade > 1e-3))
+    cand = cand[np.argsort(-trade[cand])][:_PROBE_COORDINATES]
+    # and, where the end's descent did not move, the coordinates on which no objective has a slope here (a
+    # plateau, not a trade-off known to be absent): DTLZ4's positions enter as x^100, so from x₀ = 0.3
+    # every ray and end sees a slope of 1e-50 — after a collapsed stage 0 every end solve stayed at the
+    # corner (1, 0, 0), where x₀ = 1 has f1 = 0. (Not after a descent that moved: a distance coordinate at
+    # its least value has no slope either, and probing it only spends evaluations.)
+    if stalled:
+        flat = np.flatnonzero(inside & np.all(np.nan_to_num(slope, nan=np.inf) <= _FLAT_SLOPE, axis=0))
+        cand = np.concatenate([cand, flat[:_PROBE_COORDINATES]])
     if cand.size == 0:
         return None
-    cand = cand[np.argsort(-trade[cand])][:_PROBE_COORDINATES]
     k = int(o.front_extreme_probe)
     if budget - ev.count < 4 * k * cand.size:
         return None
