@@ -968,7 +968,7 @@ def _probe_positions(
     weighted objective when it is lower than `point`'s (`f_here`) by more than 1e-6 of f_i's range. The probes
     are evaluated and archived (counted)."""
     from optlang.backends.common import FlatVariables
-    from optlang.backends.multiobjective.common import archive_feasible
+    from optlang.backends.multiobjective.common import JointJacobian, archive_feasible
 
     fl = FlatVariables(problem.variables)
     lo, hi = fl.lo, fl.hi
@@ -980,15 +980,7 @@ def _probe_positions(
     inside = boxed & (z > lo + 1e-6 * np.where(boxed, width, 1.0)) & (z < hi - 1e-6 * np.where(boxed, width, 1.0))
     if not inside.any():
         return None
-    zt = torch.as_tensor(z, dtype=torch.float64).requires_grad_(True)
-    vals = fl.split(zt)
-    J = np.zeros((len(problem.objectives), z.size))
-    for k, (_, f) in enumerate(problem.objectives):
-        out_k = f.compile("cpu", torch.float64)(vals).reshape(())
-        if out_k.requires_grad:
-            (gk,) = torch.autograd.grad(out_k, zt, allow_unused=True)
-            if gk is not None:
-                J[k] = gk.numpy()
+    J = JointJacobian(problem, fl)(z)[1]  # every objective's gradient from one joint evaluation
     # each coordinate's effect on each objective across its box, in that objective's range; the largest on
     # another objective than f_i: a coordinate that trades them off
     slope = np.abs(J) * np.where(boxed, width, 0.0)[None, :] / span[:, None]
