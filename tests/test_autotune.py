@@ -98,6 +98,33 @@ def test_one_standard_error_rule(scores, se, converged, chosen, how) -> None:
     assert i == chosen and note.startswith(how)
 
 
+@pytest.mark.parametrize(
+    "scores, chosen, how",
+    [
+        ([0.0596840, 0.0596839, 0.0700], 0, "the first listed"),  # within 1e-4 of each other: the first
+        ([0.0596839, 0.0596840, 0.0700], 0, "the first listed"),  # ... whichever rounded lower
+        ([0.07, 0.0596840, 0.0596839, 0.0596841], 1, "the first listed"),
+        ([0.0596838, 0.0596840, 0.0596839, 0.07, 0.0596841], 4, "the default"),  # lr = 0.5: the default
+        ([1.0, 1.001], 0, "least score"),  # 1e-3 apart: not a tie
+    ],
+)
+def test_near_ties_do_not_follow_rounding(scores, chosen, how) -> None:
+    """Scores within 1e-4 (relative) of the least are ties: the default among them, else the first listed,
+    so a batched and a looped run of the same candidates (equal to ~1e-6) choose the same."""
+    import dataclasses
+
+    from optlang.backends.autotune import _choose
+
+    @dataclasses.dataclass
+    class Opts:
+        lr: float = 0.5
+
+    fields = {f.name: f for f in dataclasses.fields(Opts)}
+    cands = [{"lr": 0.1 * (i + 1)} for i in range(len(scores))]
+    i, note = _choose(scores, cands, fields)
+    assert i == chosen and how in note
+
+
 def test_smooth_with_data_rows_is_validated(tmp_path) -> None:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 2))

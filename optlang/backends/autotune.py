@@ -27,7 +27,9 @@ d > 0 tries d/10, d, 10·d; an int option with default d ≥ 1 tries max(1, d //
 whose default is 0 or negative has no default grid (an error asks for `auto in [...]`). Several auto
 options take the product of their grids. Equal scores (an option that does not act here, e.g. an
 Adam step size when the backend runs L-BFGS) keep the backend's default when it is a candidate, and
-the record says the scores were tied.
+the record says the scores were tied. Scores within `TIE_RTOL` (1e-4, relative) of the least are ties
+too, since float32 fits agree only to about that: the default wins such a tie when it is among them,
+else the first listed.
 
 A backend with `solve_candidates(problem, options_list, ctx)` runs the candidates of one fold (or
 of the budget rule) as one batched problem when it can — gd's projected Adam over stacked copies
@@ -344,6 +346,9 @@ def _execution(batched: bool, groups: int) -> str:
     return "looped: one backend fit per candidate and fold"
 
 
+TIE_RTOL = 1e-4  # validation or budget scores this close (relative) to the least are ties (`_choose`)
+
+
 def _choose(
     scores: list[float],
     cands: list[dict[str, float]],
@@ -365,11 +370,24 @@ def _choose(
     if len(finite) == len(scores) and hi - lo <= 1e-9 * max(1.0, abs(lo)):
         return default, "tied: every candidate scored the same (the option does not act here); the default"
     best = min(finite, key=lambda i: (scores[i], i))
+    # scores within the fits' own noise of the least are ties (float32 fits agree to ~1e-6 relative whether
+    # they ran batched or looped: an Adam lr of 0.1 and of 1 scored 0.0596840 and 0.0596839 one way and the
+    # other way round the other); a tie goes to the backend's default when it is among them, else to the
+    # first listed, so the choice does not follow rounding
+    tied = [i for i in finite if scores[i] <= lo + TIE_RTOL * max(abs(lo), 1e-12)]
+    least = "least score"
+    if len(tied) > 1:
+        real_default = all(fields[k].default == v for k, v in cands[default].items())  # (not the middle one)
+        best = default if real_default and default in tied else tied[0]
+        least = (
+            f"least score, tied within {TIE_RTOL:g} (relative) with {len(tied) - 1} other candidate"
+            f"{'s' if len(tied) > 2 else ''}: {'the default' if best == default else 'the first listed'}"
+        )
     if se is None or converged is None or converged[best] or not math.isfinite(se[best]):
-        return best, "least score"
+        return best, least
     near = [i for i in finite if converged[i] and scores[i] <= scores[best] + se[best]]
     if not near:
-        return best, "least score"
+        return best, least
     pick = min(near, key=lambda i: (scores[i], i))
     return pick, (
         f"one standard error: the least score ({scores[best]:.6g}) came from fits that stopped short of "
