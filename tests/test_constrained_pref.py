@@ -110,10 +110,7 @@ def test_a_branch_onto_a_weakly_pareto_face_is_probed_flat() -> None:
 
 
 def test_benson_refutes_a_weakly_pareto_point_and_passes_a_pareto_one() -> None:
-    src = (
-        "var x[2] in [0, 2]\nminimize {\n  f1: x[0]\n  f2: x[1]\n}\n"
-        "subject to { x[0] + x[1] >= 1 }\nprefer f1\n"
-    )
+    src = "var x[2] in [0, 2]\nminimize {\n  f1: x[0]\n  f2: x[1]\n}\nsubject to { x[0] + x[1] >= 1 }\nprefer f1\n"
     model, _ = _model(src)
     ok, gain, y = cp.pareto_test(model, np.array([0.0, 1.5]), seed=0)  # f1 least, f2 not: weakly Pareto only
     assert not ok and gain > 0.1 and y is not None and y[1] < 1.5 - 1e-3 and abs(y[0]) < 1e-9
@@ -202,3 +199,34 @@ def test_bensons_test_refutes_a_scan_point_whose_best_y_is_worse_by_rounding() -
     z = np.array([-0.9329888820648193, 1.53082275390625, -1.7402515411376953, 0.35506027936935425, 0.7478383779525757])
     ok, gain, y = cp.pareto_test(model, z, seed=25)
     assert not ok and gain > 0.05 and y is not None
+
+
+def test_end_descent_counts_a_point_no_less_feasible_than_the_answer() -> None:
+    """OSY's EF piece: a + b ≥ 2 held to 6e-8 at the answer, f2 = a² + b² 5e-5 above its least along the
+    constraint. SLSQP's descent of f2 may stop a hair outside (1.5e-8 on OSY); a point that violates the
+    constraints no more than the answer still shows the answer is not an end, so the end test does not
+    certify it (it did: a `converged` claim 4e-4 above the least φ)."""
+    from optlang.backends.multiobjective.end_test import _descends, certify_end
+    from optlang.backends.multiobjective.pareto_local import Flat64
+
+    text = (
+        "var a in [0, 10]\nvar b in [0, 10]\nvar c in [1, 5]\nvar e in [1, 5]\n"
+        "minimize {\n  f1: -(25 * (a - 2)^2 + (b - 2)^2 + (c - 1)^2 + 16 + (e - 1)^2)\n"
+        "  f2: a^2 + b^2 + c^2 + e^2\n}\nsubject to {\n  a + b >= 2\n  b - a <= 2\n}\n"
+        "prefer 1.858e-05 * (f1 - 2.439)^2 + 0.0001929 * (f2 - 5.977)^2\n"
+    )
+    p = optlang.parse(text).compiled.problem
+    model = Flat64(p, p.preference, None)
+    vals = {
+        "a": np.array(0.9947630763053894),
+        "b": np.array(1.0052368640899658),
+        "c": np.array(1.0),
+        "e": np.array(1.0),
+    }
+    z = model.fl.flat(vals)
+    assert 0 < model.violation(model.values(z)[1]) < 1e-7  # the answer itself is 6e-8 outside
+    cons, inside = model.slsqp_constraints(), model.feasible_rows
+    f2 = float(model.values(z)[0][1])
+    assert _descends(p, model.fl, z, 1, f2 - 1e-6, cons, inside)
+    cert = certify_end(p, vals, 0, feasible=inside, constraints=cons)
+    assert cert is None or not cert.passed
