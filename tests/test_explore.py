@@ -278,10 +278,11 @@ def test_a_large_budget_probes_the_rays_front_before_meshing_it() -> None:
     """DTLZ1 (three objectives, g = 100 (5 + Σ (x − ½)² − cos 20π(x − ½)), 11⁵ local fronts) at 25 000
     evaluations: the rays end on a local front (g ≈ 9–23) whose mesh would take the whole budget; two
     generations of offspring before meshing beat half of it, so the population takes the budget first
-    (measured 0.986–0.989 of the exact hypervolume over seeds 0–2, NSGA-III 0.956–0.960; before, 0.0).
-    Exact: the simplex f1 + f2 + f3 = ½ against the reference 0.55³ − 0.5³/6. The outcome at this budget
-    depends on the seed: since the ends' position probes (2026-12-05) seeds 0–3 give 0.80 / 0.990 / 0.993 /
-    0.993, and just before them 0.993 / 0.553 / 0.0004 / 0.706 — so the test runs seed 1."""
+    (before, 0.0 of the exact hypervolume on every seed). Exact: the simplex f1 + f2 + f3 = ½ against the
+    reference 0.55³ − 0.5³/6. Whether the population reaches the global front depends on the seed and on
+    rounding (BLAS threads, the CPU: seed 1 gave 0.99 on one machine and 0.11–0.99 on another by thread
+    count), so six seeds run and at least half must reach 0.95 (measured 4 of 6, seeds 0–5: 0.99 / 0.99 /
+    0.00 / 0.99 / 1.00 / 0.87 with one BLAS thread, 0.99 / 0.77 / 0.26 / 0.95 / 0.99 / 0.99 with two)."""
     import optlang
 
     text = (
@@ -290,8 +291,11 @@ def test_a_large_budget_probes_the_rays_front_before_meshing_it() -> None:
         "minimize {\n  f1: 0.5 * x[0] * x[1] * (1 + g)\n  f2: 0.5 * x[0] * (1 - x[1]) * (1 + g)\n"
         "  f3: 0.5 * (1 - x[0]) * (1 + g)\n}\n"
     )
-    res = optlang.parse(text).solve(seed=1, options={"front_evals": 25000})
-    assert res.info["local_front"] and res.info["evaluations"] <= 25000
-    F = np.array([[p["objectives"][k] for k in ("f1", "f2", "f3")] for p in res.info["front"]])
     ref = np.full(3, 0.55)
-    assert hypervolume(F[np.all(F < ref, axis=1)], ref) / (0.55**3 - 0.5**3 / 6) > 0.95
+    reached = 0
+    for seed in range(6):
+        res = optlang.parse(text).solve(seed=seed, options={"front_evals": 25000})
+        assert res.info["local_front"] and res.info["evaluations"] <= 25000
+        F = np.array([[p["objectives"][k] for k in ("f1", "f2", "f3")] for p in res.info["front"]])
+        reached += hypervolume(F[np.all(F < ref, axis=1)], ref) / (0.55**3 - 0.5**3 / 6) > 0.95
+    assert reached >= 3

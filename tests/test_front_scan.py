@@ -26,9 +26,13 @@ def _phi_concave(x: np.ndarray) -> float:
 def test_a_weighted_sum_on_a_concave_front_goes_to_the_better_end() -> None:
     """f1 + 1.5 f2 on the concave front f2 = 1 − f1²: φ = f1 + 1.5(1 − f1²) has local minima at both
     ends, 1.5 at f1 = 0 and 1 at f1 = 1. The loop and its polish certify the end they reach (f1 = 0, a
-    false `converged` before the scan); the scan's point of least φ restarts the polish at the other."""
-    local = optlang.parse(CONCAVE).solve(seed=0, options={"front_scan": 0})
+    false `converged` before the scan); the scan's point of least φ restarts the polish at the other. Without
+    the scan, a point of the answer's coordinate lines with a lower φ (on the front, by Benson's test) does."""
+    local = optlang.parse(CONCAVE).solve(seed=0, options={"front_scan": 0, "line_test": 0})
     assert local.status.value == "converged" and _phi_concave(np.asarray(local.values["x"])) > 1.49
+    lines = optlang.parse(CONCAVE).solve(seed=0, options={"front_scan": 0})
+    assert lines.status.value == "converged" and abs(_phi_concave(np.asarray(lines.values["x"])) - 1.0) < 1e-6
+    assert "lower φ" in lines.info["line_test"]
     res = optlang.parse(CONCAVE).solve(seed=0)
     x = np.asarray(res.values["x"], dtype=np.float64)
     assert res.status.value == "converged"
@@ -382,3 +386,60 @@ prefer maximum(f1 - 0.5, f2 - 0.5)
     assert low is not None and spent == 1 + 3 * 41
     assert abs(low["x"][0] - 0.5) < 1e-12 and np.allclose(low["x"][1:], 0.5)
     assert line_lower(problem, {"x": np.array([0.5, 0.5, 0.5])})[0] is None
+
+
+def test_the_first_loops_refuted_answer_skips_its_scans() -> None:
+    """DTLZ1's Rastrigin g: the first loop ends on a local front, and its scans (the coarse front, polishes
+    from its points, a second loop: ~3/4 of a solve on DTLZ3) would be refuted all the same. Its answer is
+    line-tested before them; refuted, the solve starts again at once, which uses none of `line_rounds`."""
+    from optlang.backends.multiobjective import paretom3 as p3
+
+    model = optlang.parse(DTLZ1_SMALL)
+    early: list[bool] = []
+    original = p3.ParetoM3._preferred
+
+    def spy(self, problem, preference, o, ctx, start=None, **kw):  # type: ignore[no-untyped-def]
+        early.append(kw.get("early") is not None)
+        return original(self, problem, preference, o, ctx, start, **kw)
+
+    p3.ParetoM3._preferred = spy  # type: ignore[method-assign]
+    try:
+        res = model.solve(seed=0)
+    finally:
+        p3.ParetoM3._preferred = original  # type: ignore[method-assign]
+    assert early[0] and not any(early[1:])  # the first solve only
+    assert res.status.value == "converged" and abs(res.info["preference"] - 0.5) < 1e-9
+    assert "before its scans" in res.info["line_test"]
+
+
+def test_a_local_certificate_gives_way_to_a_lower_phi_on_its_lines() -> None:
+    """A certificate is local: on Kursawe's disconnected front a distance preference was certified
+    `converged` 0.03 above its least. After the line test passes, a point of the answer's lines with a
+    lower φ that the answer does not dominate — still lower once Benson's problem moves it onto the Pareto
+    set — starts the solve again. Here the first solve is made to return the end x₀ = 0 of the segment
+    front (x₀ ∈ [0, 2], y = 0) of f1 + 3 f2 as `converged`; the lines reach x₀ = 1.5, the least."""
+    from optlang.backends.base import RawSolution, Status
+    from optlang.backends.multiobjective import paretom3 as p3
+
+    text = (
+        "var x in [-1, 3]\nvar y in [-1, 1]\nminimize {\n  f1: x^2 + y^2\n  f2: (x - 2)^2 + y^2\n}\n"
+        "prefer f1 + 3 * f2\n"
+    )
+    original = p3.ParetoM3._preferred
+
+    def wrong_end_first(self, problem, preference, o, ctx, start=None, **kw):  # type: ignore[no-untyped-def]
+        if start is None:
+            v = {"x": np.array(0.0), "y": np.array(0.0)}
+            info = {"evaluations": 1, "objectives": {"f1": 0.0, "f2": 4.0}, "preference": 12.0}
+            return RawSolution(status=Status.CONVERGED, values=v, objective=12.0, iterations=1, info=info)
+        return original(self, problem, preference, o, ctx, start, **kw)
+
+    p3.ParetoM3._preferred = wrong_end_first  # type: ignore[method-assign]
+    try:
+        res = optlang.parse(text).solve(seed=0)
+    finally:
+        p3.ParetoM3._preferred = original  # type: ignore[method-assign]
+    assert res.status.value == "converged"
+    assert abs(float(res.values["x"]) - 1.5) < 1e-6 and abs(float(res.values["y"])) < 1e-6
+    assert abs(res.info["preference"] - 3.0) < 1e-9  # 1.5² + 3 · 0.5²
+    assert "lower φ" in res.info["line_test"]

