@@ -230,3 +230,27 @@ def test_end_descent_counts_a_point_no_less_feasible_than_the_answer() -> None:
     assert _descends(p, model.fl, z, 1, f2 - 1e-6, cons, inside)
     cert = certify_end(p, vals, 0, feasible=inside, constraints=cons)
     assert cert is None or not cert.passed
+
+
+def test_a_local_minimum_along_a_bent_pareto_set_does_not_claim_converged() -> None:
+    """Two squared distances under a half-space: the Pareto set is the segment from a, bent onto the
+    boundary up to P_K(b), and |x − c|² along it has a local minimum on the segment (7.4825) and its least
+    at the end P_K(b) (6.3728). From seed 15 no polish near that end was certified, and the certified local
+    minimum was returned `converged` (mo_prefcon.py seed 0, case 15). The coarse front's point of least φ,
+    moved onto the Pareto set by Benson's problem, is now a candidate: lower in φ, it is returned without the
+    claim. Exact: min over t of |P_K(a + t (b − a)) − c|², recomputed here."""
+    text = (
+        "var x[2] in [-4.0, 4.0]\nminimize {\n  f1: sumsq(x - [-1.34, -1.74])\n  f2: sumsq(x - [0.81, -0.21])\n}\n"
+        "subject to { dot(x, [0.82, 0.21]) <= -0.02 }\nprefer sumsq(x - [-1.80, 1.29])\n"
+    )
+    a, b, c, n = (np.array(v) for v in ([-1.34, -1.74], [0.81, -0.21], [-1.80, 1.29], [0.82, 0.21]))
+    T = np.linspace(0.0, 1.0, 200001)
+    X = a + T[:, None] * (b - a)
+    X = X - (np.maximum(X @ n + 0.02, 0.0) / (n @ n))[:, None] * n
+    best = float(((X - c) ** 2).sum(1).min())
+    res = optlang.parse(text).solve(seed=15)
+    x = np.asarray(res.values["x"], dtype=np.float64)
+    phi = float(((x - c) ** 2).sum())
+    assert float(x @ n) <= -0.02 + 1e-6
+    assert res.status.value != "converged" or abs(phi - best) <= 1e-4 * best
+    assert phi < 7.48  # below the certified local minimum along the segment

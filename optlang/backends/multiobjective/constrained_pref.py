@@ -543,7 +543,18 @@ def solve_constrained(
     # the scan's own points: feasible and non-dominated among the scan's; returned only without a certificate
     best_scan = int(np.nanargmin(np.where(np.isfinite(scan.phi), scan.phi, np.inf)))
     scanned = model.fl.flat(scan.point(best_scan))
-    cands.append(_judge(model, scan, scanned, o, ctx.seed, f"a point of {source} (not polished)", None))
+    c_scan = _judge(model, scan, scanned, o, ctx.seed, f"a point of {source} (not polished)", None)
+    cands.append(c_scan)
+    # ... and where a point better in every objective refutes it (a scan point just off the Pareto set),
+    # that point in turn, at most `REFUTED_RESTARTS` times: near an end where no polish was certified (a
+    # two-distance front bent onto a half-space, the end P_K(b) of least φ) it is the only candidate there,
+    # and it keeps a certified local minimum of φ (1.1 above, along the segment) from claiming `converged`
+    for _ in range(REFUTED_RESTARTS):
+        if c_scan.refuter is None or ctx.should_stop():
+            break
+        how = f"a point of {source} moved onto the Pareto set by Benson's problem (not polished)"
+        c_scan = _judge(model, scan, c_scan.refuter, o, ctx.seed, how, None)
+        cands.append(c_scan)
     if (o.end_test or o.neighbour_test) and end_applies(problem, o.polish_max_dim):
         _end_tests(problem, model, scan, cands, o, ctx)
     certified = [c for c in cands if c.certified]
