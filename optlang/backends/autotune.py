@@ -359,10 +359,8 @@ def _choose(
     """The index of the chosen candidate and how it was chosen; with `se` and `converged` (validation), a
     least score whose fits did not all converge yields to the least converged one within its standard error."""
     finite = [i for i, s in enumerate(scores) if math.isfinite(s)]
-    default = next(
-        (i for i, c in enumerate(cands) if all(fields[k].default == v for k, v in c.items())),
-        len(cands) // 2,
-    )
+    defaults = [i for i, c in enumerate(cands) if all(fields[k].default == v for k, v in c.items())]
+    default = defaults[0] if defaults else len(cands) // 2  # the backend's default, else the middle one
     if not finite:
         return default, "fallback: no candidate reached a finite score; the default (or middle) candidate"
     lo = min(scores[i] for i in finite)
@@ -377,8 +375,7 @@ def _choose(
     tied = [i for i in finite if scores[i] <= lo + TIE_RTOL * max(abs(lo), 1e-12)]
     least = "least score"
     if len(tied) > 1:
-        real_default = all(fields[k].default == v for k, v in cands[default].items())  # (not the middle one)
-        best = default if real_default and default in tied else tied[0]
+        best = default if defaults and default in tied else tied[0]
         least = (
             f"least score, tied within {TIE_RTOL:g} (relative) with {len(tied) - 1} other candidate"
             f"{'s' if len(tied) > 2 else ''}: {'the default' if best == default else 'the first listed'}"

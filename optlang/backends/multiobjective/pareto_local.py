@@ -229,9 +229,12 @@ def benson(model: Flat64, z: np.ndarray, y0: np.ndarray, maxiter: int = 100) -> 
     return y, gain, excess <= EXACT or gain > SQRT_GAIN * float(np.sqrt(max(excess, 0.0)))
 
 
-def pareto_test(model: Flat64, z: np.ndarray, seed: int) -> tuple[bool, float, np.ndarray | None]:
-    """Benson's test, local: `benson` from z and from two points 1e-3 of the width away. (passed, best
-    gain, the y that refuted z or None): refuted by a gain above `GAIN_TOL`."""
+def pareto_test(
+    model: Flat64, z: np.ndarray, seed: int, from_z: tuple[np.ndarray, float, bool] | None = None
+) -> tuple[bool, float, np.ndarray | None]:
+    """Benson's test, local: `benson` from z and from two points 1e-3 of the width away (`from_z`: the
+    caller's `benson(model, z, z)`, not solved again). (passed, best gain, the y that refuted z or None):
+    refuted by a gain above `GAIN_TOL`."""
     rng = np.random.default_rng(seed)
     width = model.width(z)
     fl = model.fl
@@ -239,8 +242,8 @@ def pareto_test(model: Flat64, z: np.ndarray, seed: int) -> tuple[bool, float, n
         np.clip(z + 1e-3 * width * d / np.linalg.norm(d), fl.lo, fl.hi) for d in rng.standard_normal((2, z.size))
     ]
     best = 0.0
-    for y0 in starts:
-        found = benson(model, z, y0)
+    for k, y0 in enumerate(starts):
+        found = from_z if k == 0 and from_z is not None else benson(model, z, y0)
         if found is None or not found[2]:
             continue
         y, gain, _ = found

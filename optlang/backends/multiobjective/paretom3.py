@@ -673,7 +673,7 @@ def _onto_front_phi(
     phi = float(preference.value(model.split(y)))
     # Benson's problem again from y must run and gain nothing (`pareto_test` passes when every solve fails)
     again = benson(model, y, y)
-    if not np.isfinite(phi) or again is None or again[1] > GAIN_TOL or not pareto_test(model, y, 0)[0]:
+    if not np.isfinite(phi) or again is None or again[1] > GAIN_TOL or not pareto_test(model, y, 0, again)[0]:
         return np.inf, model.count
     return phi, model.count
 
@@ -743,7 +743,6 @@ class ParetoM3(Backend):
         # an iteration cap the caller set (max_iter) bounds the work: the test runs, nothing starts again
         max_rounds = o.line_rounds if ctx.max_iter is None else 0
         start: dict[str, np.ndarray] | None = None
-        first = True
         # the first solve's loop answer is line-tested before its scans (`early`): refuted, the scans are
         # skipped and the solve starts again from the test's restart, which uses no round. Once only: later
         # loops' answers refuted early (UF7's 30 variables: a loop answer 0.16–0.24 off in the scaled
@@ -763,11 +762,10 @@ class ParetoM3(Backend):
                     f"{e.refutation.dominating} points of its coordinate lines dominate the loop's answer (φ "
                     f"{e.phi:.6g}) before its scans; solved again from the best of them"
                 )
-                start, first = e.refutation.restart, False
+                start = e.refutation.restart
                 continue
-            if first and not raw.status.has_solution:
-                return raw
-            first = False
+            if start is None and not raw.status.has_solution:
+                return raw  # (the first solve)
             total += int(raw.info.get("evaluations", 0))
             ref = line_refutation(problem, raw.values, o.line_test) if not ctx.should_stop() else None
             if ref is None:
