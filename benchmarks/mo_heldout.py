@@ -8,7 +8,8 @@ non-uniform, multimodal f1 (ZDT6), a concave front reached through flattening ex
 Kursawe's cusps |x|^0.8 (a disconnected front; reference: a 201³ grid), a degenerate curve in three
 objectives (DTLZ5, and DTLZ6 whose g = Σ x^0.1 is steep at its minimum), a biased density (DTLZ4,
 x^100), one scalar variable (Schaffer N1), a convex pair of quadratics (and the same pair of free variables at
-x ≈ 1000), and general constraints (a front
+x ≈ 1000, and two squared distances 2–3 from the origin with free and half-open variables), and general
+constraints (a front
 on the boundary of x₀² + x₁² ≥ 1; Deb's CONSTR, half on a constraint's boundary; the classic constrained
 fronts BNH, SRN, TNK (a wavy boundary in four pieces) and OSY (six constraints, five pieces)), fronts
 whose ends no axis ray aims at (three squared distances in the plane, free variables; a mean–variance
@@ -234,6 +235,16 @@ PROBLEMS: dict[str, tuple[str, np.ndarray | Callable[[], np.ndarray], float | No
         _dense2(2 * _t**2, 2 * (1 - _t) ** 2),
         None,
     ),
+    "distances-free": (  # free variables, a front 2–3 from the starts near 0 (stage 0 starts between the ends)
+        "var x[2]\nminimize {\n  f1: (x[0] - 3)^2 + x[1]^2\n  f2: x[0]^2 + (x[1] - 3)^2\n}\n",
+        _dense2(18 * _t**2, 18 * (1 - _t) ** 2),
+        None,
+    ),
+    "distances-half": (  # the same with variables bounded below only
+        "var x[2] >= 0\nminimize {\n  f1: (x[0] - 3)^2 + x[1]^2\n  f2: x[0]^2 + (x[1] - 3)^2\n}\n",
+        _dense2(18 * _t**2, 18 * (1 - _t) ** 2),
+        None,
+    ),
     "quadratics-far": (  # free variables far from the origin: the step unit must follow the front, not |x|
         "var x[2]\nminimize {\n  f1: sumsq(x - [1000, 1000])\n  f2: sumsq(x - [1001, 1000])\n}\n",
         _dense2(_t**2, (1 - _t) ** 2),
@@ -435,6 +446,16 @@ def _np_problem(name: str) -> tuple[int, int, np.ndarray, np.ndarray, Callable[[
         return 2, 2, c - 5, c + 5, lambda X: np.stack([((X - c) ** 2).sum(1), ((X - c - [1, 0]) ** 2).sum(1)], 1)
     if name == "quadratics":
         return 2, 2, np.full(2, -3.0), np.full(2, 3.0), lambda X: np.stack([(X**2).sum(1), ((X - 1) ** 2).sum(1)], 1)
+    if name in ("distances-free", "distances-half"):  # pymoo needs a box: [-2, 5]² (or [0, 7]²) around the segment
+        lo_d = -2.0 if name == "distances-free" else 0.0
+        a, b = np.array([3.0, 0.0]), np.array([0.0, 3.0])
+        return (
+            2,
+            2,
+            np.full(2, lo_d),
+            np.full(2, lo_d + 7),
+            lambda X: np.stack([((X - a) ** 2).sum(1), ((X - b) ** 2).sum(1)], 1),
+        )
     if name == "zdt4":
 
         def f(X: np.ndarray) -> np.ndarray:

@@ -964,7 +964,6 @@ def test_projected_adam_on_a_simplex_and_a_ball_reaches_a_kkt_point() -> None:
             assert float(torch.dot(g_old, old) / (g_old.norm() * old.norm())) > -0.999
 
 
-
 @pytest.mark.parametrize(("seed", "lmb"), [(3, 3.0), (0, 1.0), (2, 0.3)])
 def test_a_preferred_portfolio_on_the_simplex_is_exact_when_it_says_converged(seed: int, lmb: float) -> None:
     """Mean–variance with `prefer risk + λ loss` on the simplex (6 assets), against cvxpy. Before, 6 of 12
@@ -1009,6 +1008,25 @@ def test_a_front_far_from_the_origin_is_resolved_not_cut_short() -> None:
     R = np.stack([t**2, (1 - t) ** 2], 1)
     ref = np.array([1.1, 1.1])
     assert hypervolume(F[np.all(F < ref, 1)], ref) > 0.99 * hypervolume(R, ref)
+
+
+@pytest.mark.parametrize("domain", ["", " >= 0"])
+def test_a_front_a_few_units_from_free_starts_is_reached(domain: str) -> None:
+    """Two squared distances to (3, 0) and (0, 3) with `var x[2]` (and with `var x[2] >= 0`): from starts near
+    0 with a unit of 1, stage 0's rays stopped 0.3 short of the front, and their ends made most refinement
+    edges false gaps (HV/exact 0.985–0.990, `converged`, every point off the Pareto set x₀ + x₁ = 3). The
+    rays now start between the ends, which SLSQP solves first: on the Pareto set here."""
+    text = f"var x[2]{domain}\nminimize {{\n  f1: (x[0] - 3)^2 + x[1]^2\n  f2: x[0]^2 + (x[1] - 3)^2\n}}\n"
+    res = optlang.parse(text).solve(seed=1)
+    assert res.status.value == "converged"
+    F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in res.info["front"]])
+    X = np.array([p["values"]["x"] for p in res.info["front"]])
+    t = np.linspace(0, 1, 20001)
+    R = 18 * np.stack([t**2, (1 - t) ** 2], 1)
+    ref = np.array([19.8, 19.8])
+    assert hypervolume(F, ref) > 0.999 * hypervolume(R, ref)
+    assert np.median(np.abs(X.sum(1) - 3)) < 1e-2  # on the Pareto set, not 0.3 short of it
+
 
 def test_front_corrects_a_predictor_between_two_copies_of_the_pareto_set_from_an_end() -> None:
     """−DTLZ2 in two objectives: each distance variable y_j sits on either bound on the Pareto set (g = Σ
@@ -1159,9 +1177,12 @@ def test_constrained_front_says_the_slsqp_rays_did_not_run() -> None:
 
     res = optlang.parse(QUARTER_CIRCLE).solve(seed=0, options={"front_solver": "slsqp", "front_evals": 600})
     assert res.info["rays"].startswith("adam (") and "general constraints" in res.info["rays"]
-    assert optlang.parse(QUARTER_CIRCLE.split("subject")[0]).solve(
-        seed=0, options={"front_solver": "slsqp", "front_evals": 600}
-    ).info["rays"] == "slsqp"
+    assert (
+        optlang.parse(QUARTER_CIRCLE.split("subject")[0])
+        .solve(seed=0, options={"front_solver": "slsqp", "front_evals": 600})
+        .info["rays"]
+        == "slsqp"
+    )
 
 
 TANAKA = (

@@ -129,6 +129,75 @@ def _step_unit(v: Any, X: torch.Tensor, fallback: Callable[[Any, torch.Tensor], 
     return min(unit, max(1.0, float((flat.amax(0) - flat.amin(0)).max())))
 
 
+def _starts_between_ends(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    budget: int,
+    W: np.ndarray,
+    X0: dict[str, torch.Tensor],
+) -> dict[str, torch.Tensor]:
+    """Stage 0's starts for a model with variables that have no finite box: each objective's end first (SLSQP
+    from the first start, as `_extremes` solves them; archived and counted), then ray k starts at
+    Σ_i (1 − w_ki) / (m − 1) · end_i — the end of the objectives it weighs least, where its achievement pulls
+    it. The Adam unit of such a variable is ~1 at the starts near 0 (max(1, |x|∞, spread)), and a front 2–3
+    away took all 60 cosine-decayed steps of 0.08 to approach: the rays stopped 0.3 short of it, and their
+    ends, non-dominated among themselves, made most refinement edges false gaps (two squared distances to
+    (3, 0) and (0, 3) with `var x[2]`: HV/exact 0.985–0.987, `converged`). Between the ends the starts lie
+    on the Pareto set where it is the segment or simplex they span (convex quadratics), near it elsewhere,
+    and spread over it, so the unit follows the spread. X0 unchanged when an end fails, there are general
+    constraints, or the model is larger than `polish_max_dim` scalars."""
+    from optlang.backends import registry
+    from optlang.backends.common import scalar_count
+    from optlang.backends.multiobjective.common import archive_feasible
+
+    m = len(problem.objectives)
+    if problem.constraints or scalar_count(problem.variables) > o.polish_max_dim:
+        return X0
+    if any(v.domain.kind not in ("box", "free") for v in problem.variables):
+        return X0
+    first = {n: t[:1] for n, t in X0.items()}
+    with torch.no_grad():
+        out = ev(first)
+    archive_feasible(archive, ev, out, first, o.constraint_tol)
+    F0 = out[0, :m].detach().cpu().numpy().astype(np.float64)
+    if not np.all(np.isfinite(F0)):
+        return X0
+    unit = 1.0 + np.abs(F0)  # the objectives' units, as far as one point tells
+    backend = registry.get("slsqp")
+    point = {n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in X0.items()}
+    ends: list[dict[str, np.ndarray]] = []
+    for i in range(m):
+        cap = min(2 * o.front_extreme_iters, (budget - ev.count) // (4 * (m - i)))
+        if cap < 10 or ctx.should_stop():
+            return X0
+        weights = _EXTREME_EPS * unit[i] / unit
+        weights[i] = 1.0
+        solved = _solve_end(problem, o, ctx, archive, ev, backend, weights, point, int(cap))
+        if solved is None or not solved[2] or not bool(torch.isfinite(solved[1][:, :m]).all()):
+            return X0
+        ends.append({n: t[0].detach().cpu().numpy().astype(np.float64) for n, t in solved[0].items()})
+    w = np.asarray(W, dtype=np.float64)
+    w = w / np.maximum(w.sum(1, keepdims=True), 1e-300)
+    C = (1.0 - w) / (m - 1)  # (K, m): the weight of each end in each ray's start
+    out_X: dict[str, torch.Tensor] = {}
+    for v in problem.variables:
+        E = np.stack([np.asarray(e[v.name], dtype=np.float64).reshape(-1) for e in ends])  # (m, size)
+        rows = (C @ E).reshape(w.shape[0], *X0[v.name].shape[1:])
+        out_X[v.name] = torch.as_tensor(rows, dtype=X0[v.name].dtype, device=X0[v.name].device).contiguous()
+    if not all(bool(torch.isfinite(t).all()) for t in out_X.values()):
+        return X0
+    return out_X
+
+
+def _unbounded(v: Any) -> bool:
+    """A variable whose step unit is not its domain's size: free, or a box open on a side."""
+    d = v.domain
+    return d.kind == "free" or (d.kind == "box" and not (np.isfinite(d.lo) and np.isfinite(d.hi)))
+
+
 def _watches(problem: MultiObjectiveProblem, o: Any) -> bool:
     """Whether the batches watch coordinate kinks (and their ends take one more evaluation to try them)."""
     return bool(problem.kinks) and o.front_kink_snap > 0
@@ -765,6 +834,8 @@ def _sweep_once(
     if restart:  # a run again: its stage 0 takes at most the same share of what is left
         iters0 = max(1, min(iters0, int(o.front_stage0 * (budget - ev.count)) // K))
     X0 = batched_init(problem.variables, K, ctx, offset=2 if restart == 0 else 100 + restart)
+    if restart == 0 and o.front_extremes and any(_unbounded(v) for v in problem.variables):
+        X0 = _starts_between_ends(problem, o, ctx, archive, ev, budget, W, X0)
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
     z: torch.Tensor | None = None
@@ -1030,6 +1101,41 @@ def _probe_positions(
     return {n: t[b].cpu().numpy().astype(np.float64) for n, t in X.items()}
 
 
+def _solve_end(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    backend: Any,
+    weights: np.ndarray,
+    point: dict[str, np.ndarray],
+    cap: int,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor, bool] | None:
+    """SLSQP on the weighted objectives from `point` (at most `cap` evaluations, counted), its end point
+    evaluated and archived: (the point as a one-row batch, its evaluation, whether it keeps the general
+    constraints), or None when SLSQP failed."""
+    from optlang.backends.base import Status
+    from optlang.backends.multiobjective.common import archive_feasible
+    from optlang.problem import SmoothProblem, Variable
+
+    opts = backend.make_options({"restarts": 1, "max_evals": int(cap)})
+    start = tuple(Variable(v.name, v.shape, v.domain, np.asarray(point[v.name])) for v in problem.variables)
+    left_s = ctx.remaining()
+    sub = RunContext(
+        seed=ctx.seed, max_iter=o.front_extreme_iters, time_limit=None if math.isinf(left_s) else max(left_s, 1e-3)
+    )
+    fi = _weighted_objectives(problem, weights)
+    raw = backend.solve(SmoothProblem(start, fi, problem.constraints), opts, sub)
+    ev.count += int(raw.info.get("evaluations", 0))
+    if raw.status not in (Status.CONVERGED, Status.FEASIBLE, Status.ITERATION_LIMIT) or not raw.values:
+        return None
+    X = {k: torch.as_tensor(np.asarray(v), dtype=ctx.dtype, device=ctx.device)[None] for k, v in raw.values.items()}
+    with torch.no_grad():
+        out = ev(X)
+    return X, out, bool(archive_feasible(archive, ev, out, X, o.constraint_tol)[0])
+
+
 def _extreme_from(
     problem: MultiObjectiveProblem,
     o: Any,
@@ -1046,26 +1152,13 @@ def _extreme_from(
 ) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
     """One end by SLSQP on the weighted objectives from `point` (at most `cap` evaluations): archived, and
     added to the solutions SF / SX as `_extremes` says."""
-    from optlang.backends.base import Status
-    from optlang.backends.multiobjective.common import archive_feasible
-    from optlang.problem import SmoothProblem, Variable
 
     m = len(problem.objectives)
-    opts = backend.make_options({"restarts": 1, "max_evals": int(cap)})
-    start = tuple(Variable(v.name, v.shape, v.domain, np.asarray(point[v.name])) for v in problem.variables)
-    left_s = ctx.remaining()
-    sub = RunContext(
-        seed=ctx.seed, max_iter=o.front_extreme_iters, time_limit=None if math.isinf(left_s) else max(left_s, 1e-3)
-    )
-    fi = _weighted_objectives(problem, weights)
-    raw = backend.solve(SmoothProblem(start, fi, problem.constraints), opts, sub)
-    ev.count += int(raw.info.get("evaluations", 0))
-    if raw.status not in (Status.CONVERGED, Status.FEASIBLE, Status.ITERATION_LIMIT) or not raw.values:
+    solved = _solve_end(problem, o, ctx, archive, ev, backend, weights, point, cap)
+    if solved is None:
         return SF, SX
-    X = {k: torch.as_tensor(np.asarray(v), dtype=ctx.dtype, device=ctx.device)[None] for k, v in raw.values.items()}
-    with torch.no_grad():
-        out = ev(X)
-    if bool(archive_feasible(archive, ev, out, X, o.constraint_tol)[0]):
+    X, out, feasible = solved
+    if feasible:
         Fi = out[:, :m].cpu().numpy().astype(np.float64)
         # without general constraints an end joins the solutions only where it is new: farther than two
         # resolutions from each (normalized by the archived front's ranges) and dominated by none (the
