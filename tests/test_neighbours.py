@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy.optimize import brentq
 
 import optlang
@@ -108,3 +109,55 @@ def test_a_neighbour_that_dominates_the_point_refutes_it(monkeypatch) -> None:
     assert off is not None and not off.passed and "dominates the point" in off.detail
     on = certify_neighbours(problem, {"x": np.array([0.5, 0.0])})  # the answer
     assert on is not None and on.passed
+
+
+def test_a_point_next_to_a_norms_centre_is_rounded_onto_it() -> None:
+    """Lis's f1 = (x² + y²)^⅛ is 0.003 at |(x, y)| = 8e-11, and every step closer refutes such a point in
+    Benson's problem: `snapped` tries the coordinates within 1e-6 of the width from 0 (or a bound) there,
+    kept when no objective gets worse; a point that a rounding would make worse stays."""
+    from optlang.backends.multiobjective.pareto_local import Flat64, snapped
+
+    text = (
+        "var x in [-5, 10]\nvar y in [-5, 10]\nminimize {\n  f1: (x^2 + y^2)^0.125\n"
+        "  f2: ((x - 0.5)^2 + (y - 0.5)^2)^0.25\n}\nprefer (f1 + 0.36)^2 + (f2 + 0.15)^2\n"
+    )
+    problem = optlang.parse(text).compiled.problem
+    model = Flat64(problem, problem.preference, None)
+    near = np.array([-7.8e-11, -9.2e-12])
+    assert np.array_equal(snapped(model, near), np.zeros(2))
+    inside = np.array([0.3, 0.2])
+    assert snapped(model, inside) is inside
+    # rounding y = 1e-6 to 0 raises f2 ((x − ½)² + (y − ½)² grows): kept as it is
+    worse = np.array([0.5, 1e-6])
+    assert snapped(model, worse) is worse
+
+
+def test_a_sampled_test_runs_once_per_point(monkeypatch) -> None:
+    """The polish often hands its start back unchanged, and the end and neighbours tests are deterministic:
+    each runs once per point of a solve (DTLZ2 with three objectives and a weighted sum whose loop ends at
+    a corner: the neighbours test ran twice on each of ten points, 20 of 39 s). The answer is the corner
+    of least weight, f2's."""
+    import optlang.backends.multiobjective.paretom3 as pm
+
+    seen: dict[str, list[bytes]] = {"end": [], "neighbours": []}
+
+    def counting(name: str, fn):
+        def wrapped(problem, values, *a, **k):
+            seen[name].append(b"".join(np.asarray(values[n], dtype=np.float64).tobytes() for n in sorted(values)))
+            return fn(problem, values, *a, **k)
+
+        return wrapped
+
+    monkeypatch.setattr(pm, "certify_end", counting("end", pm.certify_end))
+    monkeypatch.setattr(pm, "certify_neighbours", counting("neighbours", pm.certify_neighbours))
+    pi = "3.141592653589793"
+    text = (
+        f"var x[3] in [0, 1]\nlet g = sumsq(x[2:] - 0.5)\nminimize {{\n"
+        f"  f1: (1 + g) * cos({pi} / 2 * x[0]) * cos({pi} / 2 * x[1])\n"
+        f"  f2: (1 + g) * cos({pi} / 2 * x[0]) * sin({pi} / 2 * x[1])\n  f3: (1 + g) * sin({pi} / 2 * x[0])\n}}\n"
+        "prefer 1.0 * f1 + 0.7 * f2 + 1.3 * f3\n"
+    )
+    res = optlang.parse(text).solve(seed=0)
+    assert res.objective == pytest.approx(0.7, abs=1e-9)
+    for name, keys in seen.items():
+        assert len(keys) == len(set(keys)), name

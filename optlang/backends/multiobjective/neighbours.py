@@ -107,7 +107,10 @@ def certify_neighbours(
     rnd_phi = ROUNDING * (1.0 + abs(phi0))
     found_patterns = 0
     least = np.inf
-    for d in itertools.product((-1.0, 1.0), repeat=m - 1):
+    patterns = list(itertools.product((-1.0, 1.0), repeat=m - 1))
+    for i, d in enumerate(patterns):
+        if found_patterns + len(patterns) - i < 2:
+            return None  # too few patterns left to find two: an end (DTLZ2's corners, 3 of 4 patterns empty)
         found = False
         for eps_rel in EPSILONS:
             caps = F0[1:] + np.asarray(d) * eps_rel * (1.0 + np.abs(F0[1:]))
