@@ -1238,11 +1238,15 @@ class ParetoM3(Backend):
             for start_p, is_edge in candidates:
                 point, on_front, u_p_, F_p = toward_front(start_p)
                 phi_p = float(preference.value(point))
-                if is_edge:
-                    lower = clearly_below(phi_p, current) or (
-                        not polished and phi_p < current - 1e-9 * (1.0 + abs(current))
+
+                def lower(phi_new: float, is_edge: bool = is_edge) -> bool:
+                    """Clearly lower; an edge against an uncertified answer: lower by more than rounding."""
+                    return clearly_below(phi_new, current) or (
+                        is_edge and not polished and phi_new < current - 1e-9 * (1.0 + abs(current))
                     )
-                    if not (on_front and lower) or strictly_dominating_count(found.F, F_p, merit_tolerance(F_p)):
+
+                if is_edge:
+                    if not (on_front and lower(phi_p)) or strictly_dominating_count(found.F, F_p, merit_tolerance(F_p)):
                         continue
                 elif not (on_front and clearly_below(phi_p, current) and found.apart(F_p, F_standing)):
                     continue
@@ -1252,9 +1256,11 @@ class ParetoM3(Backend):
                 # closer (‖x‖^¼): tried at the rounded point first, then at the point that refuted it (once)
                 model = Flat64(problem, preference, None)
                 z_p = model.fl.flat(point)
+                moved = False
                 for follow in range(2):
                     z_s = snapped(model, z_p)
-                    if z_s is not z_p:
+                    if z_s is not z_p or follow:
+                        moved = True
                         point = model.split(z_s)
                         F_p = np.array([float(f.value(point)) for _, f in problem.objectives])
                         phi_p = float(preference.value(point))
@@ -1262,11 +1268,8 @@ class ParetoM3(Backend):
                     if on_set or refuter is None or follow:
                         break
                     z_p = refuter
-                    point = model.split(z_p)
-                    F_p = np.array([float(f.value(point)) for _, f in problem.objectives])
-                    phi_p = float(preference.value(point))
                 pol_evals[0] += model.count
-                if not on_set or not clearly_below(phi_p, current):
+                if not on_set or (moved and not lower(phi_p)):
                     continue
                 if not is_edge and use_polish and not ctx.should_stop():
                     # the scan point lies next to an answer the scan only sampled: its polish, when the scan
