@@ -85,3 +85,22 @@ def test_a_spread_front_does_not_restart(monkeypatch: pytest.MonkeyPatch) -> Non
     calls = _fake_runs(monkeypatch, [SPREAD], cost=100)
     run, _, _ = _sweep(4000)
     assert calls == [0] and run.restarts == 0
+
+
+def test_rays_that_all_end_at_one_point_run_again_from_spread_starts() -> None:
+    """Kursawe with `var x[3]` (no box): both objectives have a local minimum at x = 0 (|x|^0.8), the ends
+    solved from a start near 0 end there too, and on seed 2 every ray did: a front of one point, `converged`
+    (HV/exact 0.18). One point now counts as a collapsed front, and the run again spreads the unbounded
+    variables' starts: the front is found (HV/exact 1.003 against mo_heldout's grid front on [−5, 5]³)."""
+    import optlang
+
+    text = (
+        "var x[3]\nminimize {\n  f1: sum(-10 * exp(-0.2 * sqrt(x[:2]^2 + x[1:]^2)))\n"
+        "  f2: sum(abs(x)^0.8 + 5 * sin(x^3))\n}\n"
+    )
+    res = optlang.parse(text).solve(seed=2)
+    F = np.array([[p["objectives"]["f1"], p["objectives"]["f2"]] for p in res.info["front"]])
+    assert res.info["restarts"] >= 1
+    assert F.shape[0] > 100
+    assert F[:, 1].min() < -11.0  # f2's end (-11.6 at x ≈ -1.15) is reached, far from the point at x = 0
+    assert F[:, 0].min() == pytest.approx(-20.0, abs=1e-6)  # and f1's, at x = 0

@@ -192,6 +192,25 @@ def _starts_between_ends(
     return out_X
 
 
+def _spread_unbounded(
+    problem: MultiObjectiveProblem, X0: dict[str, torch.Tensor], ctx: RunContext, restart: int
+) -> dict[str, torch.Tensor]:
+    """A run again after a collapsed front: the unbounded variables' starts spread by N(0, 4^(restart − 1))
+    (seeded), then projected onto their domains. Their starts near 0 (0.01 N(0, 1)) and the ends solved
+    from there can all sit in one basin: Kursawe with `var x[3]` has local minima of both objectives at
+    x = 0 (|x|^0.8), every ray ended there, and the front was that one point."""
+    from optlang.backends.multiobjective.common import batched_project_
+
+    rng = np.random.default_rng([ctx.seed, 8111 + restart])
+    out = {n: t.clone() for n, t in X0.items()}
+    for v in problem.variables:
+        if _unbounded(v):
+            noise = rng.standard_normal(tuple(out[v.name].shape)) * 4.0 ** (restart - 1)
+            out[v.name] += torch.as_tensor(noise, dtype=out[v.name].dtype, device=out[v.name].device)
+    batched_project_(problem.variables, out)
+    return out
+
+
 def _unbounded(v: Any) -> bool:
     """A variable whose step unit is not its domain's size: free, or a box open on a side."""
     d = v.domain
@@ -836,6 +855,8 @@ def _sweep_once(
     X0 = batched_init(problem.variables, K, ctx, offset=2 if restart == 0 else 100 + restart)
     if restart == 0 and o.front_extremes and any(_unbounded(v) for v in problem.variables):
         X0 = _starts_between_ends(problem, o, ctx, archive, ev, budget, W, X0)
+    elif restart:
+        X0 = _spread_unbounded(problem, X0, ctx, restart)
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
     z: torch.Tensor | None = None
@@ -929,7 +950,7 @@ def _collapsed(archive: Any) -> bool:
     0.9), and more stage-0 iterations only move them along the front they share."""
     F, _ = archive.front()
     if F.shape[0] < 2:
-        return False
+        return F.shape[0] == 1  # one point: every ray at one point (or a front that is one point)
     span = F.max(0) - F.min(0)
     return bool(span.min() <= 1e-6 * max(float(span.max()), 1e-12))
 
