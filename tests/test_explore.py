@@ -188,7 +188,8 @@ def test_exploration_reaches_what_the_rays_cannot() -> None:
 
 def test_a_collapsed_objective_is_told_from_a_spread_one() -> None:
     """Stage 0 stops early when every non-dominated point seen shares one objective's value (the rays
-    aimed at it found no gradient); a front spread in every objective, or a single point, does not."""
+    aimed at it found no gradient), or there is one non-dominated point (every ray at one point: Kursawe
+    with free variables, all at x = 0; since session 25); a front spread in every objective does not."""
     from optlang.backends.multiobjective.front import _collapsed
 
     def archive(F: list[list[float]]) -> SimpleNamespace:
@@ -196,7 +197,8 @@ def test_a_collapsed_objective_is_told_from_a_spread_one() -> None:
 
     assert _collapsed(archive([[1.0, 0.0, 0.0], [0.0, 1e-30, 1.0], [0.7, 0.0, 0.7]]))
     assert not _collapsed(archive([[1.0, 0.0, 0.0], [0.0, 0.2, 1.0], [0.7, 0.0, 0.7]]))
-    assert not _collapsed(archive([[1.0, 0.0, 0.0]]))
+    assert _collapsed(archive([[1.0, 0.0, 0.0]]))
+    assert not _collapsed(archive([]))
 
 
 ZDT4 = (

@@ -947,7 +947,9 @@ def _sweep_once(
 def _collapsed(archive: Any) -> bool:
     """Every non-dominated point seen so far has the same value of one objective (range ≤ 1e-6 of the
     largest range): the rays aimed at that objective found no gradient toward it (DTLZ4's x^100 below
-    0.9), and more stage-0 iterations only move them along the front they share."""
+    0.9), and more stage-0 iterations only move them along the front they share. Also one non-dominated
+    point: every ray at one point (Kursawe with free variables, all at x = 0, a local minimum of both
+    objectives), or a front that is one point, which a run again leaves as it is."""
     F, _ = archive.front()
     if F.shape[0] < 2:
         return F.shape[0] == 1  # one point: every ray at one point (or a front that is one point)
