@@ -59,7 +59,13 @@ from optlang.backends.multiobjective.metrics import (
     strictly_dominating_count,
 )
 from optlang.backends.multiobjective.neighbours import certify_neighbours
-from optlang.backends.multiobjective.pareto_local import GAIN_TOL, Flat64, benson, pareto_test, snapped
+from optlang.backends.multiobjective.pareto_local import (
+    GAIN_TOL,
+    Flat64,
+    benson,
+    pareto_test,
+    pareto_test_rounded,
+)
 from optlang.backends.multiobjective.polish import polish, polishable
 from optlang.backends.multiobjective.scalar1d import certify_scalar, scalar_applies, scan_scalar
 from optlang.errors import OptionError
@@ -1235,41 +1241,36 @@ class ParetoM3(Backend):
             # or not: clearly lower than a certified answer (a point within the merit tolerance of the front
             # can be lower in φ than the exact one), lower by more than rounding than an uncertified one
             candidates = [(e, True) for e in last_scan_edges] + [(found.point(i), False) for i in order[:3]]
+
+            def lower(phi_new: float, is_edge: bool) -> bool:
+                """Clearly lower; an edge against an uncertified answer: lower by more than rounding."""
+                return clearly_below(phi_new, current) or (
+                    is_edge and not polished and phi_new < current - 1e-9 * (1.0 + abs(current))
+                )
+
             for start_p, is_edge in candidates:
                 point, on_front, u_p_, F_p = toward_front(start_p)
                 phi_p = float(preference.value(point))
-
-                def lower(phi_new: float, is_edge: bool = is_edge) -> bool:
-                    """Clearly lower; an edge against an uncertified answer: lower by more than rounding."""
-                    return clearly_below(phi_new, current) or (
-                        is_edge and not polished and phi_new < current - 1e-9 * (1.0 + abs(current))
-                    )
-
                 if is_edge:
-                    if not (on_front and lower(phi_p)) or strictly_dominating_count(found.F, F_p, merit_tolerance(F_p)):
+                    if not (on_front and lower(phi_p, True)) or strictly_dominating_count(
+                        found.F, F_p, merit_tolerance(F_p)
+                    ):
                         continue
                 elif not (on_front and clearly_below(phi_p, current) and found.apart(F_p, F_standing)):
                     continue
                 # near a degenerate end ((·)² of a squared distance) a point 0.07 off the Pareto set passes
                 # the merit test with a φ (a target for x) 0.26 lower: Benson's local Pareto test decides
-                # a point next to a norm's centre, 1e-10 from the front's end, is refuted by every step
-                # closer (‖x‖^¼): tried at the rounded point first, then at the point that refuted it (once)
+                # (rounded onto 0 or a bound, and followed once to the point that refutes it: a norm's centre)
                 model = Flat64(problem, preference, None)
                 z_p = model.fl.flat(point)
-                moved = False
-                for follow in range(2):
-                    z_s = snapped(model, z_p)
-                    if z_s is not z_p or follow:
-                        moved = True
-                        point = model.split(z_s)
-                        F_p = np.array([float(f.value(point)) for _, f in problem.objectives])
-                        phi_p = float(preference.value(point))
-                    on_set, _, refuter = pareto_test(model, z_s, ctx.seed)
-                    if on_set or refuter is None or follow:
-                        break
-                    z_p = refuter
+                z_s, on_set = pareto_test_rounded(model, z_p, ctx.seed)
                 pol_evals[0] += model.count
-                if not on_set or (moved and not lower(phi_p)):
+                if z_s is not z_p:  # moved: judged again by the same rule
+                    point = model.split(z_s)
+                    F_p = np.array([float(f.value(point)) for _, f in problem.objectives])
+                    phi_p = float(preference.value(point))
+                    on_set = on_set and lower(phi_p, is_edge)
+                if not on_set:
                     continue
                 if not is_edge and use_polish and not ctx.should_stop():
                     # the scan point lies next to an answer the scan only sampled: its polish, when the scan
