@@ -21,7 +21,7 @@ from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
 from optlang.ir.atoms import ATOMS, ising_atoms
 from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function, torch_functions
-from optlang.ir.kinks import coordinate_kinks
+from optlang.ir.kinks import coordinate_kinks, moving_kinks
 from optlang.ir.model import ConstraintDecl, ModelIR, Objective
 from optlang.ir.nodes import Const, Node, Op, Var
 from optlang.ir.quadratic import QuadraticLowering
@@ -36,6 +36,7 @@ from optlang.problem import (
     IsingProblem,
     LinearResidual,
     MinimaxProblem,
+    MovingKinkFn,
     MultiObjectiveProblem,
     Problem,
     QuadraticSplit,
@@ -508,6 +509,20 @@ def _kinks_in_units(kinks: Any, maps: UnitMaps) -> list[Any]:
     return out
 
 
+def _moving_kinks_in_units(kinks: Any, maps: UnitMaps) -> tuple[MovingKinkFn, ...]:
+    """Moving kinks with their arguments as functions of z = (x − offset) / scale: a slope a in x is a · scale
+    in z (0, no kink, where an element is fixed)."""
+    out = []
+    for k in kinks:
+        coef = np.asarray(k.coef, dtype=np.float64)
+        if k.name in maps:
+            coef = coef * maps[k.name][1].ravel()[k.index]
+        if np.any(coef != 0):
+            fn = _in_units(torch_function(k.arg), maps)
+            out.append(MovingKinkFn(fn, k.name, tuple(int(i) for i in k.index), tuple(float(c) for c in coef)))
+    return tuple(out)
+
+
 def _negated(f: TorchFunction) -> TorchFunction:
     def build(device: Any, dtype: Any) -> Callable[..., Any]:
         inner = f.compile(device, dtype)
@@ -588,7 +603,8 @@ def compile_problem(ir: ModelIR, form: Form) -> Compiled:
         kinks = _kinks_in_units(coordinate_kinks(exprs, [v.name for v in variables]), maps)
         cons = _constraints_in_units(_general_constraints(ir), maps)
         together = _in_units(torch_functions([e for _, e in obj.entries]), maps)
-        problem = MultiObjectiveProblem(variables, objs, pref, cons, tuple(kinks), together)
+        moving = _moving_kinks_in_units(moving_kinks(exprs, [v.name for v in variables]), maps)
+        problem = MultiObjectiveProblem(variables, objs, pref, cons, tuple(kinks), together, moving)
         return Compiled(problem, to_user, rescaled=bool(maps))
     if kind == "dro":
         assert obj.expr is not None and obj.ambiguity is not None

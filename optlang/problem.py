@@ -329,6 +329,18 @@ class MinimaxProblem:
 
 
 @dataclass(frozen=True)
+class MovingKinkFn:
+    """A kink along a curve: `arg` (a function of the variables, flattened) is 0 there, and at its flat
+    position k equals coef[k] · x.flat[index[k]] of variable `name` plus a rest free of that element, so
+    x.flat[index[k]] − arg[k] / coef[k] is the kink (positions with coef 0 have none)."""
+
+    arg: TorchFunction
+    name: str
+    index: tuple[int, ...]
+    coef: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class MultiObjectiveProblem:
     """Minimize the vector (objectives) over variables; `preference` (a function of the
     variables, objective names already inlined) selects one weak-Pareto point; None = front."""
@@ -343,6 +355,8 @@ class MultiObjectiveProblem:
     # the objectives as one function whose value is the list of their values, in one pass over what they
     # share (the compiler's `torch_functions`); None: `joint` evaluates them one by one
     together: TorchFunction | None = None
+    # kinks along curves (ir/kinks.py `moving_kinks`): where |y − 5 cos x| is 0 moves with x
+    moving_kinks: tuple[MovingKinkFn, ...] = ()
 
     @functools.cached_property
     def joint(self) -> TorchFunction:

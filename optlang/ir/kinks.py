@@ -5,6 +5,11 @@ x[i] = −b/a. Gradient methods cross such a point back and forth instead of lan
 Kursawe's f2 keeps Adam's iterates ~1e-2 off 0), so a backend can try the point itself. Only terms that
 are elementwise affine in the elements of one variable count; anything else (a cone sqrt(x² + y²), a
 data table's rows) is left alone. Pure analysis of the IR, no evaluation.
+
+A kink along a curve — `abs(y[0] - 5 * cos(x))`, whose zero set moves with x — is a *moving* kink
+(`moving_kinks`): its argument is affine in one variable element (y[0], slope a) plus a rest that does
+not depend on that element, so one step y[0] ← y[0] − u/a (u the argument's value at the point) lands
+on it exactly. The backend evaluates the argument to find where the kink is.
 """
 
 from __future__ import annotations
@@ -103,6 +108,115 @@ def _zeros(f: _Affine) -> Iterable[Kink]:
     a, b, idx = f.a.ravel(), f.b.ravel(), f.idx.ravel()
     for k in np.flatnonzero(a != 0):
         yield Kink(f.name, int(idx[k]), float(-b[k] / a[k]) + 0.0)  # + 0.0: no −0.0
+
+
+@dataclass(frozen=True, eq=False)
+class MovingKink:
+    """`arg` (an expression) is 0 on a kink; at its flat position k it equals coef[k] · x.flat[index[k]] +
+    a rest that does not depend on that element of variable `name` (positions with coef 0 are none)."""
+
+    arg: Node
+    name: str
+    index: np.ndarray  # (arg size,) flat element of `name` per flat position of arg
+    coef: np.ndarray  # (arg size,) the slope of arg in that element
+
+
+def _summands(node: Node, factor: np.ndarray) -> list[tuple[Node, np.ndarray]]:
+    """node as Σ factor_k ⊙ term_k over its sums, differences, negations and products with constants."""
+    if isinstance(node, Op) and node.type.sample is None:
+        if node.atom == "neg" and len(node.args) == 1:
+            return _summands(node.args[0], -factor)
+        if node.atom in ("add", "sub") and len(node.args) == 2:
+            second = -factor if node.atom == "sub" else factor
+            return _summands(node.args[0], factor) + _summands(node.args[1], second)
+        if node.atom in ("mul", "div") and len(node.args) == 2:
+            left, right = node.args
+            rc, lc = _const(right), _const(left)
+            if rc is not None and (node.atom == "mul" or np.all(rc != 0)):
+                return _summands(left, factor * rc if node.atom == "mul" else factor / rc)
+            if lc is not None and node.atom == "mul":
+                return _summands(right, factor * lc)
+    return [(node, factor)]
+
+
+_ALL = None  # every element of a variable
+
+
+def _elements(node: Node, name: str) -> set[int] | None:
+    """The flat elements of variable `name` that node depends on (None: possibly all of them)."""
+    found: set[int] = set()
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Op) and n.atom == "index" and isinstance(n.args[0], Var) and n.args[0].name == name:
+            shape = n.args[0].type.shape
+            size = int(np.prod(shape)) if shape else 1
+            try:
+                picked = np.arange(size).reshape(shape)[tuple(n.static.get("index", ()))]
+            except (IndexError, TypeError, ValueError):
+                return _ALL
+            found.update(int(i) for i in np.asarray(picked).ravel())
+            continue
+        if isinstance(n, Var) and n.name == name:
+            return _ALL
+        stack.extend(n.children())
+    return found
+
+
+def _moving(arg: Node, names: frozenset[str]) -> MovingKink | None:
+    """arg's moving kink: one summand affine in an element of a variable that no other summand depends
+    on, where some other summand is not affine (a kink along a curve; |x − y| is along a line, left
+    alone as before)."""
+    if arg.type.sample is not None or _affine(arg, names) is not None:
+        return None
+    shape = arg.type.shape
+    terms = _summands(arg, np.ones(shape))
+    if len(terms) < 2:
+        return None
+    for k, (term, factor) in enumerate(terms):
+        f = _affine(term, names)
+        if f is None:
+            continue
+        rest = [t for j, (t, _) in enumerate(terms) if j != k]
+        if all(_affine(t, names) is not None or not any(isinstance(n, Var) for n in t.walk()) for t in rest):
+            continue  # an affine rest: a line kink
+        try:
+            idx = np.broadcast_to(f.idx, shape).ravel()
+            coef = (np.broadcast_to(f.a, shape) * np.broadcast_to(factor, shape)).ravel().astype(np.float64)
+        except ValueError:
+            continue
+        used = set(int(i) for i in idx[coef != 0])
+        if not used or len(used) != int(np.count_nonzero(coef)):  # one position per element
+            continue
+        clash = False
+        for t in rest:
+            deps = _elements(t, f.name)
+            if deps is _ALL or deps & used:
+                clash = True
+                break
+        if not clash and np.all(np.isfinite(coef)):
+            return MovingKink(arg, f.name, idx.astype(np.int64), coef)
+    return None
+
+
+def moving_kinks(exprs: Iterable[Node], variables: Iterable[str]) -> tuple[MovingKink, ...]:
+    """The moving kinks of `abs` and `relu` terms in `exprs` (each argument node once)."""
+    names = frozenset(variables)
+    out: list[MovingKink] = []
+    seen: set[int] = set()
+    for expr in exprs:
+        for node in expr.walk():
+            if (
+                isinstance(node, Op)
+                and node.atom in _KINK_ATOMS
+                and len(node.args) == 1
+                and id(node.args[0]) not in seen
+            ):
+                seen.add(id(node.args[0]))
+                mk = _moving(node.args[0], names)
+                if mk is not None:
+                    out.append(mk)
+    return tuple(out)
 
 
 def coordinate_kinks(exprs: Iterable[Node], variables: Iterable[str]) -> tuple[Kink, ...]:

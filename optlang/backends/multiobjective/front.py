@@ -57,7 +57,7 @@ import numpy as np
 
 from optlang.backends.base import RunContext
 from optlang.backends.multiobjective.explore import Explorer
-from optlang.backends.multiobjective.kink_snap import KinkWatch
+from optlang.backends.multiobjective.kink_snap import KinkWatch, onto_shared_moving_kinks
 from optlang.backends.multiobjective.metrics import (
     compare_matrices,
     directions,
@@ -218,8 +218,8 @@ def _unbounded(v: Any) -> bool:
 
 
 def _watches(problem: MultiObjectiveProblem, o: Any) -> bool:
-    """Whether the batches watch coordinate kinks (and their ends take one more evaluation to try them)."""
-    return bool(problem.kinks) and o.front_kink_snap > 0
+    """Whether the batches watch kinks (and their ends take one more evaluation to try them)."""
+    return bool(problem.kinks or problem.moving_kinks) and o.front_kink_snap > 0
 
 
 def achievement(q: torch.Tensor, W: torch.Tensor, o: Any) -> torch.Tensor:
@@ -1432,6 +1432,10 @@ def _refine(
         A_idx = torch.as_tensor(ia, device=ctx.device)
         B_idx = torch.as_tensor(ib, device=ctx.device)
         Xn = {n: 0.5 * (t[A_idx] + t[B_idx]) for n, t in SX.items()}
+        if _watches(problem, o):  # a midpoint of two points on a curved kink: onto the kink
+            Xn = onto_shared_moving_kinks(
+                problem, Xn, {n: t[A_idx] for n, t in SX.items()}, {n: t[B_idx] for n, t in SX.items()}
+            )
         Wn = np.maximum(0.5 * (Q[ia] + Q[ib]), 0.0)
         Wn = Wn / np.maximum(Wn.sum(1, keepdims=True), 1e-12)
         spent0 = ev.count

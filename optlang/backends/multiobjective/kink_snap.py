@@ -10,7 +10,7 @@ not always a minimum along its coordinate (|x| beside a steeper linear term).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from optlang.backends.multiobjective.common import variable_scale
 from optlang.lazy import lazy_module
@@ -43,7 +43,23 @@ class KinkWatch:
     def __init__(self, problem: MultiObjectiveProblem, X: dict[str, torch.Tensor]) -> None:
         by_var = {v.name: v for v in problem.variables}
         self.cols: dict[str, tuple[torch.Tensor, torch.Tensor, float]] = {}  # name -> (elements, values, unit)
-        for name in sorted({k[0] for k in problem.kinks}):
+        self.box: dict[str, tuple[float, float]] = {}
+        # name -> [(argument, its positions, the elements they move, the slopes)]: kinks along curves
+        self.moving: dict[str, list[tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
+        some = next(iter(X.values()))
+        for mk in problem.moving_kinks:
+            v = by_var.get(mk.name)
+            if v is None or mk.name not in X or v.domain.kind in ("ball", "simplex"):
+                continue
+            cols = [(p, i, c) for p, (i, c) in enumerate(zip(mk.index, mk.coef, strict=True)) if c != 0]
+            if cols:
+                dev = some.device
+                fn = mk.arg.compile(dev, some.dtype)
+                pos = torch.as_tensor([p for p, _, _ in cols], dtype=torch.long, device=dev)
+                idx = torch.as_tensor([i for _, i, _ in cols], dtype=torch.long, device=dev)
+                coef = torch.as_tensor([c for _, _, c in cols], dtype=some.dtype, device=dev)
+                self.moving.setdefault(mk.name, []).append((fn, pos, idx, coef))
+        for name in sorted({k[0] for k in problem.kinks} | set(self.moving)):
             v = by_var.get(name)
             if v is None or name not in X:
                 continue
@@ -53,22 +69,48 @@ class KinkWatch:
             if v.domain.kind in ("ball", "simplex"):  # a snapped instance would leave its ball or simplex
                 continue
             ks = [(i, val) for n, i, val in problem.kinks if n == name and i < size and lo <= val <= hi]
-            if ks:
-                idx = torch.as_tensor([i for i, _ in ks], dtype=torch.long, device=x.device)
-                val = torch.as_tensor([val for _, val in ks], dtype=x.dtype, device=x.device)
-                self.cols[name] = (idx, val, variable_scale(v, x))
-        self.diff = {n: self._diff(X[n], c[0], c[1]) for n, c in self.cols.items()}  # x − value, last step
+            idx = torch.as_tensor([i for i, _ in ks], dtype=torch.long, device=x.device)
+            val = torch.as_tensor([val for _, val in ks], dtype=x.dtype, device=x.device)
+            self.cols[name] = (idx, val, variable_scale(v, x))
+            self.box[name] = (lo, hi)
+        self.cols = {n: c for n, c in self.cols.items() if c[0].numel() or n in self.moving}
+        self.diff = self._diffs(X)  # x − its kinks, last step
         self.crossings = {n: torch.zeros_like(d) for n, d in self.diff.items()}
         self.streak = {n: torch.zeros_like(d, dtype=torch.long) for n, d in self.diff.items()}
 
-    @staticmethod
-    def _diff(x: torch.Tensor, idx: torch.Tensor, val: torch.Tensor) -> torch.Tensor:
-        return x.detach().reshape(x.shape[0], -1)[:, idx] - val
+    def _moved(self, fn: Any, X: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, size) a moving kink's argument at the batch's points (vmapped, else one by one)."""
+        values = {n: t.detach() for n, t in X.items()}
+        with torch.no_grad():
+            try:
+                return torch.func.vmap(lambda v: fn(v).reshape(-1))(values)
+            except Exception:  # a function vmap cannot trace
+                B = next(iter(values.values())).shape[0]
+                return torch.stack([fn({n: t[b] for n, t in values.items()}).reshape(-1) for b in range(B)])
+
+    def _diffs(self, X: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Per variable (B, columns): x − the kink of each column (static kinks first, then the moving ones:
+        −arg/slope; NaN where a moving kink lies outside the box)."""
+        out = {}
+        for n, (idx, val, _) in self.cols.items():
+            flat = X[n].detach().reshape(X[n].shape[0], -1)
+            parts = [flat[:, idx] - val]
+            lo, hi = self.box[n]
+            for fn, pos, el, coef in self.moving.get(n, []):
+                d = self._moved(fn, X)[:, pos].to(flat.dtype) / coef
+                at = flat[:, el] - d
+                parts.append(torch.where((at >= lo) & (at <= hi), d, torch.full_like(d, float("nan"))))
+            out[n] = torch.cat(parts, 1)
+        return out
+
+    def _elements(self, n: str) -> torch.Tensor:
+        """The element of each column of variable n (static, then moving)."""
+        return torch.cat([self.cols[n][0], *(el for _, _, el, _ in self.moving.get(n, []))])
 
     def update(self, X: dict[str, torch.Tensor]) -> None:
         """Record the batch's new points (after a step)."""
-        for n, (idx, val, _) in self.cols.items():
-            diff, prev = self._diff(X[n], idx, val), self.diff[n]
+        for n, diff in self._diffs(X).items():
+            prev = self.diff[n]
             crossed = diff * prev < 0
             self.crossings[n] = _DECAY * self.crossings[n] + crossed.to(diff.dtype)
             closer = (diff.abs() < prev.abs()) & ~crossed
@@ -78,7 +120,7 @@ class KinkWatch:
     def subset(self, ti: torch.Tensor) -> KinkWatch:
         """The rows `ti` as a watch of their own."""
         sub = KinkWatch.__new__(KinkWatch)
-        sub.cols = self.cols
+        sub.cols, sub.box, sub.moving = self.cols, self.box, self.moving
         sub.diff = {n: t[ti] for n, t in self.diff.items()}
         sub.crossings = {n: t[ti] for n, t in self.crossings.items()}
         sub.streak = {n: t[ti] for n, t in self.streak.items()}
@@ -114,27 +156,64 @@ class KinkWatch:
         some = next(iter(X.values()))
         moved = torch.zeros(some.shape[0], dtype=torch.bool, device=some.device)
         out = {n: t.detach().clone() for n, t in X.items()}
+        diffs = self._diffs(X)
         for n, (idx, val, unit) in self.cols.items():
             flat = out[n].reshape(out[n].shape[0], -1)  # a view of the clone
-            d = (flat[:, idx] - val).abs()  # (B, columns)
+            signed = diffs[n]  # (B, columns): x − kink
+            elements = self._elements(n)
+            d = torch.where(torch.isnan(signed), torch.full_like(signed, float("inf")), signed.abs())
             reach = torch.full_like(d, tol * unit)
             reach = torch.where(self.crossings[n] >= _CIRCLING, max(tol, _CIRCLE_REACH) * unit, reach)
             reach = torch.where(self.streak[n] >= _CREEP_STEPS, max(tol, _CREEP_REACH) * unit, reach)
-            near = ((d <= reach) | everything) & (d > 0)
-            if everything and rank is not None:
-                near &= self._ranked(idx, val, rank)[None]
+            near = ((d <= reach) | everything) & (d > 0) & torch.isfinite(d)
+            if everything and rank is not None:  # the rank-th static kink by value (moving ones: none)
+                ranked = torch.zeros(elements.numel(), dtype=torch.bool, device=d.device)
+                ranked[: idx.numel()] = self._ranked(idx, val, rank)
+                near &= ranked[None]
             if not bool(near.any()):
                 continue
             d = torch.where(near, d, torch.full_like(d, float("inf")))
             # one kink per element: the nearest of those in reach (columns sharing an element compete)
             target = flat.clone()
             best = torch.full_like(flat, float("inf"))
-            for c in range(idx.numel()):
-                e = int(idx[c])
+            for c in range(elements.numel()):
+                e = int(elements[c])
                 take = d[:, c] < best[:, e]
                 best[:, e] = torch.where(take, d[:, c], best[:, e])
-                target[:, e] = torch.where(take, val[c].expand_as(d[:, c]), target[:, e])
+                at = val[c].expand_as(d[:, c]) if c < idx.numel() else flat[:, e] - signed[:, c]
+                target[:, e] = torch.where(take, at, target[:, e])
             rows = near.any(1)
             flat[rows] = target[rows]
             moved |= rows
         return out, moved
+
+
+_SHARED = 1e-5  # an end is on a moving kink within this fraction of its step unit
+
+
+def onto_shared_moving_kinks(
+    problem: MultiObjectiveProblem, X: dict[str, torch.Tensor], A: dict[str, torch.Tensor], B: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """Midpoints X of the points A and B with each element moved onto a moving kink that both A and B lie
+    on. The midpoint of two points of a curved kink (y = 5 cos x) is off it, where a cusp (|·|^⅓) makes it
+    far from the front; the kink at the midpoint's other coordinates is the predictor instead."""
+    if not problem.moving_kinks:
+        return X
+    watch = KinkWatch(problem, X)
+    if not watch.moving:
+        return X
+    dx, da, db = watch._diffs(X), watch._diffs(A), watch._diffs(B)
+    out = {n: t.detach().clone() for n, t in X.items()}
+    for n, (idx, _, unit) in watch.cols.items():
+        if n not in watch.moving:
+            continue
+        flat = out[n].reshape(out[n].shape[0], -1)
+        elements = watch._elements(n)
+        done = torch.zeros_like(flat, dtype=torch.bool)
+        for c in range(idx.numel(), elements.numel()):  # the moving columns
+            e = int(elements[c])
+            on = (da[n][:, c].abs() <= _SHARED * unit) & (db[n][:, c].abs() <= _SHARED * unit)
+            on &= torch.isfinite(dx[n][:, c]) & ~done[:, e]
+            flat[:, e] = torch.where(on, flat[:, e] - dx[n][:, c], flat[:, e])
+            done[:, e] |= on
+    return out
