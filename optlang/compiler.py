@@ -519,7 +519,7 @@ def _moving_kinks_in_units(kinks: Any, maps: UnitMaps) -> tuple[MovingKinkFn, ..
             coef = coef * maps[k.name][1].ravel()[k.index]
         if np.any(coef != 0):
             fn = _in_units(torch_function(k.arg), maps)
-            out.append(MovingKinkFn(fn, k.name, tuple(int(i) for i in k.index), tuple(float(c) for c in coef)))
+            out.append(MovingKinkFn(fn, k.name, tuple(int(i) for i in k.index), tuple(float(c) for c in coef), k.exact))
     return tuple(out)
 
 

@@ -338,6 +338,7 @@ class MovingKinkFn:
     name: str
     index: tuple[int, ...]
     coef: tuple[float, ...]
+    exact: bool = True  # else the rest depends on the element too: Newton's method along it (ir/kinks.py)
 
 
 @dataclass(frozen=True)

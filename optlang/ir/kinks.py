@@ -113,12 +113,15 @@ def _zeros(f: _Affine) -> Iterable[Kink]:
 @dataclass(frozen=True, eq=False)
 class MovingKink:
     """`arg` (an expression) is 0 on a kink; at its flat position k it equals coef[k] · x.flat[index[k]] +
-    a rest that does not depend on that element of variable `name` (positions with coef 0 are none)."""
+    a rest that does not depend on that element of variable `name` (positions with coef 0 are none).
+    Not `exact`: the rest depends on it too (OKA1's |v − 3 cos u − 3| with u, v both linear in the same two
+    variables), so the kink along that element is found by Newton's method, not one step."""
 
     arg: Node
     name: str
     index: np.ndarray  # (arg size,) flat element of `name` per flat position of arg
-    coef: np.ndarray  # (arg size,) the slope of arg in that element
+    coef: np.ndarray  # (arg size,) the slope of arg's affine term in that element
+    exact: bool = True
 
 
 def _summands(node: Node, factor: np.ndarray) -> list[tuple[Node, np.ndarray]]:
@@ -166,13 +169,14 @@ def _elements(node: Node, name: str) -> set[int] | None:
 def _moving(arg: Node, names: frozenset[str]) -> MovingKink | None:
     """arg's moving kink: one summand affine in an element of a variable that no other summand depends
     on, where some other summand is not affine (a kink along a curve; |x − y| is along a line, left
-    alone as before)."""
+    alone as before); else, not exact, the first affine summand whose element the rest depends on too."""
     if arg.type.sample is not None or _affine(arg, names) is not None:
         return None
     shape = arg.type.shape
     terms = _summands(arg, np.ones(shape))
     if len(terms) < 2:
         return None
+    fallback: MovingKink | None = None
     for k, (term, factor) in enumerate(terms):
         f = _affine(term, names)
         if f is None:
@@ -188,15 +192,19 @@ def _moving(arg: Node, names: frozenset[str]) -> MovingKink | None:
         used = set(int(i) for i in idx[coef != 0])
         if not used or len(used) != int(np.count_nonzero(coef)):  # one position per element
             continue
+        if not np.all(np.isfinite(coef)):
+            continue
         clash = False
         for t in rest:
             deps = _elements(t, f.name)
             if deps is _ALL or deps & used:
                 clash = True
                 break
-        if not clash and np.all(np.isfinite(coef)):
+        if not clash:
             return MovingKink(arg, f.name, idx.astype(np.int64), coef)
-    return None
+        if fallback is None:  # the rest depends on the element too: Newton's method along it finds the kink
+            fallback = MovingKink(arg, f.name, idx.astype(np.int64), coef, exact=False)
+    return fallback
 
 
 def moving_kinks(exprs: Iterable[Node], variables: Iterable[str]) -> tuple[MovingKink, ...]:

@@ -25,6 +25,7 @@ _DECAY = 0.8  # the crossing count forgets this much per step
 _CIRCLING = 1.2  # ... and at least this count (two crossings within the last few steps) is circling
 _CIRCLE_REACH = 0.1  # a circling element snaps from this far (a fraction of its step unit)
 _CREEP_STEPS = 3  # an element that came closer to its kink on this many steps in a row creeps toward it
+_NEWTON = 6  # Newton steps onto a moving kink whose argument's rest depends on the element too
 _CREEP_REACH = 0.3  # ... and snaps from this far (the end rays' distance variables of |x − ½|, whose
 # gradient is only the augmentation's: Adam moves them ~1e-3 per step, 0.1 away when stage 0 stops)
 
@@ -45,7 +46,7 @@ class KinkWatch:
         self.cols: dict[str, tuple[torch.Tensor, torch.Tensor, float]] = {}  # name -> (elements, values, unit)
         self.box: dict[str, tuple[float, float]] = {}
         # name -> [(argument, its positions, the elements they move, the slopes)]: kinks along curves
-        self.moving: dict[str, list[tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
+        self.moving: dict[str, list[tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, bool]]] = {}
         some = next(iter(X.values()))
         for mk in problem.moving_kinks:
             v = by_var.get(mk.name)
@@ -58,7 +59,7 @@ class KinkWatch:
                 pos = torch.as_tensor([p for p, _, _ in cols], dtype=torch.long, device=dev)
                 idx = torch.as_tensor([i for _, i, _ in cols], dtype=torch.long, device=dev)
                 coef = torch.as_tensor([c for _, _, c in cols], dtype=some.dtype, device=dev)
-                self.moving.setdefault(mk.name, []).append((fn, pos, idx, coef))
+                self.moving.setdefault(mk.name, []).append((fn, pos, idx, coef, mk.exact))
         for name in sorted({k[0] for k in problem.kinks} | set(self.moving)):
             v = by_var.get(name)
             if v is None or name not in X:
@@ -74,7 +75,7 @@ class KinkWatch:
             self.cols[name] = (idx, val, variable_scale(v, x))
             self.box[name] = (lo, hi)
         self.cols = {n: c for n, c in self.cols.items() if c[0].numel() or n in self.moving}
-        self.diff = self._diffs(X)  # x − its kinks, last step
+        self.diff = self._diffs(X, steps=1)  # x − its kinks, last step
         self.crossings = {n: torch.zeros_like(d) for n, d in self.diff.items()}
         self.streak = {n: torch.zeros_like(d, dtype=torch.long) for n, d in self.diff.items()}
 
@@ -88,7 +89,51 @@ class KinkWatch:
                 B = next(iter(values.values())).shape[0]
                 return torch.stack([fn({n: t[b] for n, t in values.items()}).reshape(-1) for b in range(B)])
 
-    def _diffs(self, X: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    @staticmethod
+    def _newton(
+        fn: Any,
+        X: dict[str, torch.Tensor],
+        name: str,
+        pos: torch.Tensor,
+        el: torch.Tensor,
+        unit: float,
+        steps: int = _NEWTON,
+    ) -> torch.Tensor:
+        """(B, columns) x − the kink along each element `el` of `name`, by Newton's method on the argument
+        (forward-mode slopes along those elements, all of them at once); NaN where it does not settle to
+        within 1e-6 of the unit in `steps` steps or a slope vanishes (one step: its length, unchecked — the
+        side and distance `update` tracks)."""
+        values = {k: t.detach().clone() for k, t in X.items()}
+        B = values[name].shape[0]
+        tangent = {k: torch.zeros_like(t) for k, t in values.items()}
+        tangent[name].reshape(B, -1)[:, el] = 1.0
+
+        def value_and_slope(v: dict[str, torch.Tensor], tv: dict[str, torch.Tensor]) -> Any:
+            return torch.func.jvp(lambda w: fn(w).reshape(-1), (v,), (tv,))
+
+        start = values[name].reshape(B, -1)[:, el].clone()
+        step = torch.full_like(start, float("inf"))
+        with torch.no_grad():
+            for _ in range(steps):
+                try:
+                    u, du = torch.func.vmap(value_and_slope)(values, tangent)
+                except Exception:  # a function vmap cannot trace
+                    pairs = [
+                        value_and_slope({k: t[b] for k, t in values.items()}, {k: t[b] for k, t in tangent.items()})
+                        for b in range(B)
+                    ]
+                    u, du = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
+                u, du = u[:, pos].to(start.dtype), du[:, pos].to(start.dtype)
+                step = torch.where(du.abs() > 1e-12, u / du, torch.full_like(u, float("nan")))
+                flat = values[name].reshape(B, -1)
+                flat[:, el] = flat[:, el] - torch.nan_to_num(step, nan=0.0)
+                if bool((step.abs() <= 1e-6 * unit).all() | torch.isnan(step).all()):
+                    break
+        d = start - values[name].reshape(B, -1)[:, el]
+        settled = ~torch.isnan(step) if steps == 1 else step.abs() <= 1e-6 * unit
+        return torch.where(settled, d, torch.full_like(d, float("nan")))
+
+    def _diffs(self, X: dict[str, torch.Tensor], steps: int = _NEWTON) -> dict[str, torch.Tensor]:
         """Per variable (B, columns): x − the kink of each column (static kinks first, then the moving ones:
         −arg/slope; NaN where a moving kink lies outside the box)."""
         out = {}
@@ -96,8 +141,11 @@ class KinkWatch:
             flat = X[n].detach().reshape(X[n].shape[0], -1)
             parts = [flat[:, idx] - val]
             lo, hi = self.box[n]
-            for fn, pos, el, coef in self.moving.get(n, []):
-                d = self._moved(fn, X)[:, pos].to(flat.dtype) / coef
+            for fn, pos, el, coef, exact in self.moving.get(n, []):
+                if exact:
+                    d = self._moved(fn, X)[:, pos].to(flat.dtype) / coef
+                else:
+                    d = self._newton(fn, X, n, pos, el, self.cols[n][2], steps)
                 at = flat[:, el] - d
                 parts.append(torch.where((at >= lo) & (at <= hi), d, torch.full_like(d, float("nan"))))
             out[n] = torch.cat(parts, 1)
@@ -105,11 +153,11 @@ class KinkWatch:
 
     def _elements(self, n: str) -> torch.Tensor:
         """The element of each column of variable n (static, then moving)."""
-        return torch.cat([self.cols[n][0], *(el for _, _, el, _ in self.moving.get(n, []))])
+        return torch.cat([self.cols[n][0], *(el for _, _, el, _, _ in self.moving.get(n, []))])
 
     def update(self, X: dict[str, torch.Tensor]) -> None:
         """Record the batch's new points (after a step)."""
-        for n, diff in self._diffs(X).items():
+        for n, diff in self._diffs(X, steps=1).items():
             prev = self.diff[n]
             crossed = diff * prev < 0
             self.crossings[n] = _DECAY * self.crossings[n] + crossed.to(diff.dtype)
