@@ -48,6 +48,7 @@ class BatchEval:
         self.device = str(ctx.device)
         self.vmap_ok: bool | None = None
         self.count = 0
+        self.retreats = 0  # rows that front mode took back from a non-finite value (`front._Batch._retreat`)
 
     def _one(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
         Fs = self.joint(values)

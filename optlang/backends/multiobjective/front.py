@@ -246,6 +246,12 @@ def _archive(
     return batch.feasible
 
 
+def _minus_infinity(F: torch.Tensor) -> bool:
+    """Whether an objective value is −∞: the model is unbounded below there (a divergence, unlike +∞ at a
+    pole or NaN where the model is undefined, which rows step back from)."""
+    return bool((F.detach() == -math.inf).any())
+
+
 class _Batch:
     """K instances descending their Chebyshev achievement along rays, as one projected-Adam batch."""
 
@@ -278,14 +284,24 @@ class _Batch:
         self.active: torch.Tensor | None = None  # (B, c): constraints held as equalities by `_restore`
         # which elements keep crossing one of their kinks (`descend` updates it): candidates for `snap`
         self.kinks = KinkWatch(problem, self.X) if _watches(problem, o) else None
+        # the points and their evaluation (`ev`'s columns) when F was last finite everywhere (`_retreat`)
+        self.good: tuple[dict[str, torch.Tensor], torch.Tensor] | None = None
 
     def evaluate(self, z: torch.Tensor, s: torch.Tensor, archive: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
         """F and the achievement at the current points (graph kept; B counted evaluations, archived);
-        None when F is not finite."""
-        out = self.ev(self.X)
-        F = out[:, : self.m]
-        if not bool(torch.isfinite(F.detach()).all()):
+        rows whose F is not finite are taken back first (`_retreat`); None when no row ever was finite."""
+        # the graph holds copies of the points, so that `_retreat` can move rows of X in place
+        out = self.ev({k: t.clone() for k, t in self.X.items()})
+        bad = ~torch.isfinite(out[:, : self.m].detach()).all(1)
+        if bool(bad.any()) and _minus_infinity(out[:, : self.m]):
             return None
+        if bool(bad.any()):
+            fixed = self._retreat(out, bad)
+            if fixed is None:
+                return None
+            out = fixed
+        self.good = ({k: t.detach().clone() for k, t in self.X.items()}, out.detach().clone())
+        F = out[:, : self.m]
         ach = achievement((F - z) / s, self.W, self.o)
         V = None
         if self.ev.constrained:  # the exact penalty ρ Σ (scaled violations); only feasible points are archived
@@ -296,6 +312,45 @@ class _Batch:
             V = V.detach()
         _archive(self, archive, out, self.X, V)  # before the step: F belongs to these points
         return F, ach
+
+    def settle(self) -> torch.Tensor | None:
+        """The evaluation of the current points without a graph (B counted evaluations), rows whose F is not
+        finite taken back as `evaluate` does; None when no row has a finite point to go to."""
+        with torch.no_grad():
+            out = self.ev(self.X)
+        bad = ~torch.isfinite(out[:, : self.m]).all(1)
+        if bool(bad.any()) and _minus_infinity(out[:, : self.m]):
+            return None
+        return self._retreat(out, bad) if bool(bad.any()) else out
+
+    def _retreat(self, out: torch.Tensor, bad: torch.Tensor) -> torch.Tensor | None:
+        """Rows whose F is +∞ or NaN — a step onto a pole (a stress 1/x₁ at the bound x₁ = 0) or into
+        a region where the model is undefined (a logarithm's negative argument) — go back to their last
+        point whose F was finite, with that F (a constant: no gradient this step) and half their Adam
+        momentum, so that the next step goes the same way half as far; at a batch's first evaluation they
+        take the nearest finite row's point and F. No evaluation is spent. Returns `out` with those rows
+        replaced, or None when no row has a finite point to go to. Before, one such row ended the whole
+        front `diverged`."""
+        rows = torch.nonzero(bad).flatten()
+        if self.good is None:
+            finite = torch.nonzero(~bad).flatten()
+            if finite.numel() == 0:
+                return None
+            with torch.no_grad():
+                flat = torch.cat([t.detach().reshape(t.shape[0], -1) for t in self.X.values()], 1)
+                donor = finite[torch.cdist(flat[rows], flat[finite]).argmin(1)]
+            to_X = {k: t.detach()[donor].clone() for k, t in self.X.items()}
+            to_out = out.detach()[donor]
+        else:
+            to_X = {k: t[rows] for k, t in self.good[0].items()}
+            to_out = self.good[1][rows]
+        with torch.no_grad():
+            for k, t in self.X.items():
+                t[rows] = to_X[k].to(t.dtype)
+                self.opt.m[k][rows] *= 0.5
+        self.ev.retreats += int(rows.numel())
+        placed = torch.zeros_like(out.detach()).index_copy(0, rows, to_out.to(out.dtype))
+        return torch.where(bad[:, None], placed, out)
 
     def grow_penalty(self) -> None:
         """Double ρ of the rows whose last point was infeasible (at most 1e6): the exact penalty holds a
@@ -431,6 +486,7 @@ class _Batch:
         sub.opt.m = {k: v[ti].clone() for k, v in self.opt.m.items()}
         sub.opt.v = {k: v[ti].clone() for k, v in self.opt.v.items()}
         sub.kinks = self.kinks.subset(ti) if self.kinks is not None else None
+        sub.good = ({k: v[ti] for k, v in self.good[0].items()}, self.good[1][ti]) if self.good is not None else None
         return sub
 
 
@@ -906,15 +962,18 @@ def _sweep_once(
     # rays' end points first take the feasibility steps (an equality is otherwise only ever crossed)
     out = _restore(batch, archive, _RESTORE_STEPS) if ev.constrained and stopped != "time" else None
     if out is None:
-        with torch.no_grad():
-            out = ev(batch.X)
+        out = batch.settle()
+    if out is None:  # no ray ever had a finite point
+        out = ev(batch.X).detach()
+        stopped = "diverged"
     feasible = _archive(batch, archive, out, batch.X)
     if ev.constrained and not bool(feasible.all()) and z is not None and s is not None and archive.all().size:
         # a ray that ends infeasible takes the archived (feasible) point of its sector that is best for it
         worst = torch.where(feasible, -math.inf, math.inf).to(ctx.dtype)
         if batch.exchange(z, s, worst, archive, torch.zeros_like(worst), axes=True):
-            with torch.no_grad():
-                out = ev(batch.X)
+            out = batch.settle()
+            if out is None:
+                out = ev(batch.X).detach()
             feasible = _archive(batch, archive, out, batch.X)
     if z is not None and s is not None and stopped != "time":  # the rays' ends onto their kinks
         out = batch.snap(z, s, archive, out, budget - ev.count)
@@ -1777,8 +1836,9 @@ def _descend(
             return None
     out = _restore(rb, archive, _RESTORE_STEPS, held) if rb.ev.constrained else None
     if out is None:
-        with torch.no_grad():
-            out = rb.ev(rb.X)
+        out = rb.settle()
+    if out is None:
+        return None
     Fc = out[:, : rb.m].detach()
     if not bool(torch.isfinite(Fc).all()):
         return None

@@ -149,6 +149,8 @@ class M3Loop:
         end = run_loop(step, self.ctx, LoopOptions(max_iter=iters, iterations_first=True, report_every=25))
         if end.status == Status.DIVERGED:  # back to the last finite iterates
             step.X, step.Y = _copy(step.last_good[0], True), _copy(step.last_good[1], True)
+        elif step.retreats:  # the last step may have gone where the model is undefined again: those rows back
+            step.settle()
         stopped = {
             Status.CONVERGED: "converged",
             Status.DIVERGED: "diverged",
@@ -202,13 +204,16 @@ class _M3Step(Step):
         self.snap_x = {k: v.detach().clone() for k, v in self.X.items()}
         self.snap_phi: torch.Tensor | None = None
         self.last_good = _copy(self.X), _copy(self.Y)
+        self.good_out: tuple[torch.Tensor, torch.Tensor] | None = None  # outx, outy at last_good
+        self.retreats = 0  # instances taken back from a non-finite value (`_retreat`)
         self.fx_prev_y_gap = torch.zeros(B, dtype=ctx.dtype, device=ctx.device)
         self.B = B
 
     def measure(self, t: float) -> End | None:
         k, o, m, X, Y = int(t), self.o, self.m, self.X, self.Y
         assert self.loop.evx is not None
-        self.outx = self.loop.evx(X)
+        # the graphs hold copies of the points, so that `_retreat` can move rows of X and Y in place
+        self.outx = self.loop.evx({n: v.clone() for n, v in X.items()})
         if k > 0:
             # warm start of the inner max: y keeps its place only while it beats y = x (gap 0)
             with torch.no_grad():
@@ -216,14 +221,68 @@ class _M3Step(Step):
                 if bool(behind.any()):
                     for n in Y:
                         Y[n].copy_(_where_rows(behind, X[n].detach(), Y[n].detach()))
-        self.outy = self.loop.evy(Y)
+        self.outy = self.loop.evy({n: v.clone() for n, v in Y.items()})
+        bad = ~(_finite_rows(self.outx[:, :m]) & _finite_rows(self.pref(self.outx.detach())[:, None]))
+        bad |= ~_finite_rows(self.outy[:, :m])
+        if bool(bad.any()) and (_minus_infinity(self.outx) or _minus_infinity(self.outy) or not self._retreat(bad)):
+            return diverged()  # −∞ is unbounded below: a divergence, not a point where the model is undefined
         self.fx = self.outx[:, :m].detach()
         self.fy = self.outy[:, :m].detach()
         self.phi_vals = self.pref(self.outx.detach())
         if not (finite_t(self.fx) and finite_t(self.fy) and finite_t(self.phi_vals)):
             return diverged()
         self.last_good = _copy(X), _copy(Y)
+        self.good_out = self.outx.detach().clone(), self.outy.detach().clone()
         return None
+
+    def settle(self) -> None:
+        """After the last step: instances whose x or y has a non-finite F (or φ at x) go back to their last
+        finite x and y (2B counted evaluations)."""
+        assert self.loop.evx is not None
+        with torch.no_grad():
+            ox, oy = self.loop.evx(self.X), self.loop.evy(self.Y)
+            bad = ~(
+                _finite_rows(ox[:, : self.m]) & _finite_rows(self.pref(ox)[:, None]) & _finite_rows(oy[:, : self.m])
+            )
+            if bool(bad.any()):
+                for n in self.X:
+                    self.X[n][bad] = self.last_good[0][n][bad].to(self.X[n].dtype)
+                    self.Y[n][bad] = self.last_good[1][n][bad].to(self.Y[n].dtype)
+
+    def _retreat(self, bad: torch.Tensor) -> bool:
+        """Instances whose F or φ at x or F at y is +∞ or NaN — a step onto a pole or into a region
+        where the model is undefined (a logarithm's negative argument) — go back to their last finite x
+        and y, with those evaluations (constants: no gradient this step) and half their Adam momentum, so
+        that their next steps go the same way half as far; at the first iteration they take the nearest
+        finite instance's. No evaluation is spent. False when no instance has a finite point to go to (the
+        run ends `diverged`, as any non-finite value did before)."""
+        rows = torch.nonzero(bad).flatten()
+        if self.good_out is None:
+            finite = torch.nonzero(~bad).flatten()
+            if finite.numel() == 0:
+                return False
+            with torch.no_grad():
+                flat = torch.cat([t.detach().reshape(t.shape[0], -1) for t in self.X.values()], 1)
+                donor = finite[torch.cdist(flat[rows], flat[finite]).argmin(1)]
+            to_x = {n: t.detach()[donor].clone() for n, t in self.X.items()}
+            to_y = {n: t.detach()[donor].clone() for n, t in self.Y.items()}
+            ox, oy = self.outx.detach()[donor], self.outy.detach()[donor]
+        else:
+            to_x = {n: t[rows] for n, t in self.last_good[0].items()}
+            to_y = {n: t[rows] for n, t in self.last_good[1].items()}
+            ox, oy = self.good_out[0][rows], self.good_out[1][rows]
+        with torch.no_grad():
+            for n in self.X:
+                self.X[n][rows] = to_x[n].to(self.X[n].dtype)
+                self.Y[n][rows] = to_y[n].to(self.Y[n].dtype)
+                self.ax.m[n][rows] *= 0.5
+                self.ay.m[n][rows] *= 0.5
+        self.retreats += int(rows.numel())
+        px = torch.zeros_like(self.outx.detach()).index_copy(0, rows, ox.to(self.outx.dtype))
+        py = torch.zeros_like(self.outy.detach()).index_copy(0, rows, oy.to(self.outy.dtype))
+        self.outx = torch.where(bad[:, None], px, self.outx)
+        self.outy = torch.where(bad[:, None], py, self.outy)
+        return True
 
     def update(self, t: float) -> None:
         k, o, m, X, Y, iters, pref = int(t), self.o, self.m, self.X, self.Y, self.iters, self.pref
@@ -416,6 +475,16 @@ def _scatter(mask: torch.Tensor, sel: torch.Tensor, sub: torch.Tensor, full: tor
     out = full.clone()
     out[sel] = sub
     return out
+
+
+def _minus_infinity(t: torch.Tensor) -> bool:
+    """Whether any value of t is −∞ (an objective or φ unbounded below)."""
+    return bool((t.detach() == -float("inf")).any())
+
+
+def _finite_rows(t: torch.Tensor) -> torch.Tensor:
+    """(B,) whether every entry of each row of the (B, k) tensor t is finite."""
+    return torch.isfinite(t.detach()).all(1)
 
 
 def _copy(X: dict[str, torch.Tensor], grad: bool = False) -> dict[str, torch.Tensor]:
@@ -1634,6 +1703,7 @@ class ParetoM3(Backend):
             "stopped": fr.stopped,
             "vmap": bool(ev.vmap_ok),
             "rays": _rays_used(problem, o),
+            "retreats": int(ev.retreats),
         }
         if len(names) <= 3 and Ff.shape[0]:
             ref = hv_reference(Ff)
