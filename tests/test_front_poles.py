@@ -85,3 +85,15 @@ def test_minus_infinity_is_still_a_divergence() -> None:
     """log(x) → −∞ at x = 0: the objective is unbounded below, which ends the front `diverged` (as before)."""
     res = optlang.parse("var x in [0, 1]\nminimize {\n  f1: log(x)\n  f2: (x - 1)^2\n}\n").solve(seed=0)
     assert res.status.value == "diverged" and np.isfinite(float(res.values["x"]))
+
+
+def test_the_weighted_sum_baseline_steps_back_too() -> None:
+    """The baseline users compare against: before, the hole ended it `diverged`; now its swept front is
+    finite and outside the hole, and −∞ still diverges."""
+    res = optlang.parse(HOLE).solve(seed=0, backend="weighted-sum")
+    assert res.status.value == "iteration_limit"
+    x = np.array([float(p["values"]["x"]) for p in res.info["front"]])
+    F = np.array([[p["objectives"][k] for k in ("f1", "f2")] for p in res.info["front"]])
+    assert np.all(np.isfinite(F)) and np.all(np.abs(x - 0.5) >= 0.1 - 1e-9)
+    down = "var x in [0, 1]\nminimize {\n  f1: log(x)\n  f2: (x - 1)^2\n}\n"
+    assert optlang.parse(down).solve(seed=0, backend="weighted-sum").status.value == "diverged"

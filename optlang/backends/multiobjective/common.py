@@ -462,6 +462,47 @@ def min_norm_faces(G: np.ndarray, reg: float = 1e-6, allowed: np.ndarray | None 
     return lam
 
 
+def step_back(
+    X: dict[str, torch.Tensor],
+    out: torch.Tensor,
+    bad: torch.Tensor,
+    good: tuple[dict[str, torch.Tensor], torch.Tensor] | None,
+    momenta: list[dict[str, torch.Tensor]],
+) -> torch.Tensor | None:
+    """Rows `bad` of the batch X (evaluated as `out`: +∞ or NaN there, a pole or where the model is undefined)
+    go back to their last finite point and its evaluation (`good`: the batch's points and `out` then), as
+    constants (no gradient this step), with half their momentum (each optimizer's first moments in
+    `momenta`) so that the next step goes the same way half as far; without `good` (a batch's first
+    evaluation) to the nearest finite row's. X is changed in place (evaluate copies of it so that the graph
+    allows that). Returns `out` with those rows replaced, or None when no row is finite to go to."""
+    rows = torch.nonzero(bad).flatten()
+    if good is None:
+        finite = torch.nonzero(~bad).flatten()
+        if finite.numel() == 0:
+            return None
+        with torch.no_grad():
+            flat = torch.cat([t.detach().reshape(t.shape[0], -1) for t in X.values()], 1)
+            donor = finite[torch.cdist(flat[rows], flat[finite]).argmin(1)]
+        to_x = {k: t.detach()[donor].clone() for k, t in X.items()}
+        to_out = out.detach()[donor]
+    else:
+        to_x = {k: t[rows] for k, t in good[0].items()}
+        to_out = good[1][rows]
+    with torch.no_grad():
+        for k, t in X.items():
+            t[rows] = to_x[k].to(t.dtype)
+            for m in momenta:
+                m[k][rows] *= 0.5
+    placed = torch.zeros_like(out.detach()).index_copy(0, rows, to_out.to(out.dtype))
+    return torch.where(bad[:, None], placed, out)
+
+
+def minus_infinity(t: torch.Tensor) -> bool:
+    """Whether any value of t is −∞: unbounded below there, a divergence (unlike +∞ at a pole or NaN where
+    the model is undefined, which `step_back` handles)."""
+    return bool((t.detach() == -float("inf")).any())
+
+
 def nan_to_zero(g: torch.Tensor) -> torch.Tensor:
     return torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)
 

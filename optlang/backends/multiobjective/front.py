@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RunContext
+from optlang.backends.multiobjective.common import minus_infinity
 from optlang.backends.multiobjective.explore import Explorer
 from optlang.backends.multiobjective.kink_snap import KinkWatch, onto_shared_moving_kinks
 from optlang.backends.multiobjective.metrics import (
@@ -246,12 +247,6 @@ def _archive(
     return batch.feasible
 
 
-def _minus_infinity(F: torch.Tensor) -> bool:
-    """Whether an objective value is −∞: the model is unbounded below there (a divergence, unlike +∞ at a
-    pole or NaN where the model is undefined, which rows step back from)."""
-    return bool((F.detach() == -math.inf).any())
-
-
 class _Batch:
     """K instances descending their Chebyshev achievement along rays, as one projected-Adam batch."""
 
@@ -293,7 +288,7 @@ class _Batch:
         # the graph holds copies of the points, so that `_retreat` can move rows of X in place
         out = self.ev({k: t.clone() for k, t in self.X.items()})
         bad = ~torch.isfinite(out[:, : self.m].detach()).all(1)
-        if bool(bad.any()) and _minus_infinity(out[:, : self.m]):
+        if bool(bad.any()) and minus_infinity(out[:, : self.m]):
             return None
         if bool(bad.any()):
             fixed = self._retreat(out, bad)
@@ -319,38 +314,18 @@ class _Batch:
         with torch.no_grad():
             out = self.ev(self.X)
         bad = ~torch.isfinite(out[:, : self.m]).all(1)
-        if bool(bad.any()) and _minus_infinity(out[:, : self.m]):
+        if bool(bad.any()) and minus_infinity(out[:, : self.m]):
             return None
         return self._retreat(out, bad) if bool(bad.any()) else out
 
     def _retreat(self, out: torch.Tensor, bad: torch.Tensor) -> torch.Tensor | None:
-        """Rows whose F is +∞ or NaN — a step onto a pole (a stress 1/x₁ at the bound x₁ = 0) or into
-        a region where the model is undefined (a logarithm's negative argument) — go back to their last
-        point whose F was finite, with that F (a constant: no gradient this step) and half their Adam
-        momentum, so that the next step goes the same way half as far; at a batch's first evaluation they
-        take the nearest finite row's point and F. No evaluation is spent. Returns `out` with those rows
-        replaced, or None when no row has a finite point to go to. Before, one such row ended the whole
-        front `diverged`."""
-        rows = torch.nonzero(bad).flatten()
-        if self.good is None:
-            finite = torch.nonzero(~bad).flatten()
-            if finite.numel() == 0:
-                return None
-            with torch.no_grad():
-                flat = torch.cat([t.detach().reshape(t.shape[0], -1) for t in self.X.values()], 1)
-                donor = finite[torch.cdist(flat[rows], flat[finite]).argmin(1)]
-            to_X = {k: t.detach()[donor].clone() for k, t in self.X.items()}
-            to_out = out.detach()[donor]
-        else:
-            to_X = {k: t[rows] for k, t in self.good[0].items()}
-            to_out = self.good[1][rows]
-        with torch.no_grad():
-            for k, t in self.X.items():
-                t[rows] = to_X[k].to(t.dtype)
-                self.opt.m[k][rows] *= 0.5
-        self.ev.retreats += int(rows.numel())
-        placed = torch.zeros_like(out.detach()).index_copy(0, rows, to_out.to(out.dtype))
-        return torch.where(bad[:, None], placed, out)
+        """Rows whose F is +∞ or NaN — a step onto a pole (a stress 1/x₁ at the bound x₁ = 0) or into a
+        region where the model is undefined — back to their last finite point (`common.step_back`: no
+        evaluation spent). Before, one such row ended the whole front `diverged`."""
+        from optlang.backends.multiobjective.common import step_back
+
+        self.ev.retreats += int(bad.sum())
+        return step_back(self.X, out, bad, self.good, [self.opt.m])
 
     def grow_penalty(self) -> None:
         """Double ρ of the rows whose last point was infeasible (at most 1e6): the exact penalty holds a

@@ -44,11 +44,13 @@ from optlang.backends.multiobjective.common import (
     front_rule,
     hv_reference,
     min_norm_faces,
+    minus_infinity,
     nan_to_zero,
     no_feasible_point,
     nudge,
     refuse_multiobjective,
     safe_grads,
+    step_back,
     variable_scale,
 )
 from optlang.backends.multiobjective.end_test import certify_end, dominated_by_a_sampled_step, end_applies
@@ -224,7 +226,7 @@ class _M3Step(Step):
         self.outy = self.loop.evy({n: v.clone() for n, v in Y.items()})
         bad = ~(_finite_rows(self.outx[:, :m]) & _finite_rows(self.pref(self.outx.detach())[:, None]))
         bad |= ~_finite_rows(self.outy[:, :m])
-        if bool(bad.any()) and (_minus_infinity(self.outx) or _minus_infinity(self.outy) or not self._retreat(bad)):
+        if bool(bad.any()) and (minus_infinity(self.outx) or minus_infinity(self.outy) or not self._retreat(bad)):
             return diverged()  # −∞ is unbounded below: a divergence, not a point where the model is undefined
         self.fx = self.outx[:, :m].detach()
         self.fy = self.outy[:, :m].detach()
@@ -250,38 +252,18 @@ class _M3Step(Step):
                     self.Y[n][bad] = self.last_good[1][n][bad].to(self.Y[n].dtype)
 
     def _retreat(self, bad: torch.Tensor) -> bool:
-        """Instances whose F or φ at x or F at y is +∞ or NaN — a step onto a pole or into a region
-        where the model is undefined (a logarithm's negative argument) — go back to their last finite x
-        and y, with those evaluations (constants: no gradient this step) and half their Adam momentum, so
-        that their next steps go the same way half as far; at the first iteration they take the nearest
-        finite instance's. No evaluation is spent. False when no instance has a finite point to go to (the
-        run ends `diverged`, as any non-finite value did before)."""
-        rows = torch.nonzero(bad).flatten()
-        if self.good_out is None:
-            finite = torch.nonzero(~bad).flatten()
-            if finite.numel() == 0:
-                return False
-            with torch.no_grad():
-                flat = torch.cat([t.detach().reshape(t.shape[0], -1) for t in self.X.values()], 1)
-                donor = finite[torch.cdist(flat[rows], flat[finite]).argmin(1)]
-            to_x = {n: t.detach()[donor].clone() for n, t in self.X.items()}
-            to_y = {n: t.detach()[donor].clone() for n, t in self.Y.items()}
-            ox, oy = self.outx.detach()[donor], self.outy.detach()[donor]
-        else:
-            to_x = {n: t[rows] for n, t in self.last_good[0].items()}
-            to_y = {n: t[rows] for n, t in self.last_good[1].items()}
-            ox, oy = self.good_out[0][rows], self.good_out[1][rows]
-        with torch.no_grad():
-            for n in self.X:
-                self.X[n][rows] = to_x[n].to(self.X[n].dtype)
-                self.Y[n][rows] = to_y[n].to(self.Y[n].dtype)
-                self.ax.m[n][rows] *= 0.5
-                self.ay.m[n][rows] *= 0.5
-        self.retreats += int(rows.numel())
-        px = torch.zeros_like(self.outx.detach()).index_copy(0, rows, ox.to(self.outx.dtype))
-        py = torch.zeros_like(self.outy.detach()).index_copy(0, rows, oy.to(self.outy.dtype))
-        self.outx = torch.where(bad[:, None], px, self.outx)
-        self.outy = torch.where(bad[:, None], py, self.outy)
+        """Instances whose F or φ at x or F at y is +∞ or NaN — a step onto a pole or into a region where
+        the model is undefined (a logarithm's negative argument) — go back to their last finite x and y
+        (`common.step_back`, for both optimizers; no evaluation spent). False when no instance has a finite
+        point to go to (the run ends `diverged`, as any non-finite value did before)."""
+        gx = (self.last_good[0], self.good_out[0]) if self.good_out is not None else None
+        gy = (self.last_good[1], self.good_out[1]) if self.good_out is not None else None
+        outx = step_back(self.X, self.outx, bad, gx, [self.ax.m])
+        outy = step_back(self.Y, self.outy, bad, gy, [self.ay.m])
+        if outx is None or outy is None:
+            return False
+        self.outx, self.outy = outx, outy
+        self.retreats += int(bad.sum())
         return True
 
     def update(self, t: float) -> None:
@@ -475,11 +457,6 @@ def _scatter(mask: torch.Tensor, sel: torch.Tensor, sub: torch.Tensor, full: tor
     out = full.clone()
     out[sel] = sub
     return out
-
-
-def _minus_infinity(t: torch.Tensor) -> bool:
-    """Whether any value of t is −∞ (an objective or φ unbounded below)."""
-    return bool((t.detach() == -float("inf")).any())
 
 
 def _finite_rows(t: torch.Tensor) -> torch.Tensor:

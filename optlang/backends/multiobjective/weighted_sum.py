@@ -32,9 +32,11 @@ from optlang.backends.multiobjective.common import (
     front_info,
     front_rule,
     hv_reference,
+    minus_infinity,
     no_feasible_point,
     refuse_multiobjective,
     safe_grads,
+    step_back,
     variable_scale,
 )
 from optlang.backends.multiobjective.metrics import directions, hypervolume, nondominated_mask
@@ -114,17 +116,23 @@ class WeightedSum(Backend):
         status = Status.ITERATION_LIMIT
         k = 0
         last = {n: t.detach().clone() for n, t in X.items()}
+        good: tuple[dict[str, torch.Tensor], torch.Tensor] | None = None  # X and out when F was last finite
         while k < iters:
             if ctx.should_stop():
                 status = ctx.stop_status(Status.TIME_LIMIT)
                 break
-            out = ev(X)
+            out = ev({n: t.clone() for n, t in X.items()})  # copies: `step_back` moves rows of X in place
+            bad = ~torch.isfinite(out[:, :m].detach()).all(1)
+            if bool(bad.any()):  # +∞ or NaN (a pole, where the model is undefined): back to the last finite point
+                back = None if minus_infinity(out[:, :m]) else step_back(X, out, bad, good, [opt.m])
+                if back is None:  # −∞ (unbounded below), or no finite point at all
+                    status = Status.DIVERGED
+                    X = {n: t.clone() for n, t in last.items()}
+                    break
+                out = back
             F = out[:, :m]
-            if not bool(torch.isfinite(F).all()):
-                status = Status.DIVERGED
-                X = {n: t.clone() for n, t in last.items()}
-                break
             last = {n: t.detach().clone() for n, t in X.items()}
+            good = last, out.detach().clone()
             V = ev.finite_violations(out) if ev.constrained else None
             archive_feasible(archive, ev, out, X, o.constraint_tol, None if V is None else V.detach())
             if o.scalarization == "linear":
@@ -146,7 +154,12 @@ class WeightedSum(Backend):
             if k % 25 == 0:
                 ctx.report(float(s.detach().mean()), None, iteration=k)
         with torch.no_grad():
-            final_ok = archive_feasible(archive, ev, ev(X), X, o.constraint_tol)
+            final = ev(X)
+            bad = ~torch.isfinite(final[:, :m]).all(1)
+            if bool(bad.any()) and good is not None and status != Status.DIVERGED:  # the last step's, back
+                back = step_back(X, final, bad, good, [opt.m])
+                final = final if back is None else back
+            final_ok = archive_feasible(archive, ev, final, X, o.constraint_tol)
         evals = ev.count
         info: dict[str, Any] = {
             "weights": int(K),
