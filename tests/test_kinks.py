@@ -368,3 +368,48 @@ def test_a_newton_snap_lands_on_the_kink_or_leaves_the_row() -> None:
             assert abs(float(arg({n: t[b] for n, t in out.items()}))) < 1e-9
         else:
             assert all(torch.equal(out[n][b], X[n][b]) for n in X)
+
+
+def test_random_curved_kinks_are_found_and_snapped_onto() -> None:
+    """Fuzz (seeded): abs / relu of a·y[i] + b + g, with g a nonlinear term of x (and, one time in three, of
+    y[i] itself: then Newton's method), written in several equivalent ways and nested under other functions,
+    is a moving kink of y[i] with slope a; every snap that moves a row lands on the argument's zero."""
+    rng = np.random.default_rng(11)
+    gs = ["sin(3 * x[0])", "x[0] * x[1]", "exp(0.3 * x[1])", "cos(x[0] + x[1])^2"]
+    forms = [
+        "{a} * y[{i}] + {b} + {g}",
+        "{g} - (({b}) - y[{i}] * {a})",
+        "-({a} * y[{i}] + {b} + {g})",
+        "({g} + {b} + {a} * y[{i}]) / 2",
+    ]
+    for trial in range(24):
+        a = float(rng.choice([-3.0, -0.5, 0.25, 2.0]))
+        b = float(np.round(rng.uniform(-1, 1), 3))
+        i = int(rng.integers(0, 2))
+        g = str(rng.choice(gs))
+        exact = trial % 3 != 0
+        if not exact:
+            g = f"{g} + 0.2 * sin(y[{i}])"
+        atom = str(rng.choice(["abs", "relu"]))
+        arg = str(rng.choice(forms)).format(a=a, b=b, i=i, g=g)
+        wrap = str(rng.choice(["{}", "exp({})", "({})^0.8", "sqrt(1 + {})"]))
+        text = (
+            "var x[2] in [-1, 1]\nvar y[2] in [-9, 9]\nminimize {\n"
+            f"  f1: {wrap.format(f'{atom}({arg})')}\n  f2: sum(x^2) + sumsq(y)\n}}\n"
+        )
+        found = _moving(text)
+        assert len(found) == 1 and found[0][0] == "y" and found[0][1] == [i] and found[0][3] is exact, text
+        slope = found[0][2][0]
+        assert abs(slope) == pytest.approx(abs(a) / (2 if "/ 2" in arg else 1)), text
+        problem = optlang.parse(text).compiled.problem
+        assert isinstance(problem, MultiObjectiveProblem)
+        X = {
+            v.name: torch.as_tensor(rng.uniform(v.domain.lo, v.domain.hi, (32, *v.shape)), dtype=torch.float64)
+            for v in problem.variables
+        }
+        out, moved = KinkWatch(problem, X).snapped(X, 0.01, everything=True)
+        fn = problem.moving_kinks[0].arg.compile("cpu", torch.float64)
+        assert bool(moved.any()), text
+        for row in torch.nonzero(moved).flatten().tolist():
+            value = fn({n: t[row] for n, t in out.items()}).reshape(-1)[0]
+            assert abs(float(value)) < 1e-9, text
