@@ -1838,7 +1838,13 @@ def _restore(rb: _Batch, archive: Any, steps: int, held: torch.Tensor | None = N
     from optlang.backends.multiobjective.common import batched_project_, safe_grads
 
     for i in range(steps):
-        out = rb.ev(rb.X)
+        out = rb.ev({k: t.clone() for k, t in rb.X.items()})  # copies: `_retreat` moves rows of X in place
+        bad = ~torch.isfinite(out[:, : rb.m].detach()).all(1)
+        if bool(bad.any()):  # +∞ or NaN: those rows back to their last finite point (−∞: the caller's `settle`)
+            back = None if minus_infinity(out[:, : rb.m]) else rb._retreat(out, bad)
+            if back is None:
+                return None
+            out = back
         V = rb.ev.finite_violations(out.detach())
         _archive(rb, archive, out, rb.X, V)
         if i == 0:  # a constraint broken now is held as an equality: Newton on a curved boundary lands

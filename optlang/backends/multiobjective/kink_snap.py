@@ -25,9 +25,9 @@ _DECAY = 0.8  # the crossing count forgets this much per step
 _CIRCLING = 1.2  # ... and at least this count (two crossings within the last few steps) is circling
 _CIRCLE_REACH = 0.1  # a circling element snaps from this far (a fraction of its step unit)
 _CREEP_STEPS = 3  # an element that came closer to its kink on this many steps in a row creeps toward it
-_NEWTON = 6  # Newton steps onto a moving kink whose argument's rest depends on the element too
 _CREEP_REACH = 0.3  # ... and snaps from this far (the end rays' distance variables of |x − ½|, whose
 # gradient is only the augmentation's: Adam moves them ~1e-3 per step, 0.1 away when stage 0 stops)
+_NEWTON = 6  # Newton steps onto a moving kink whose argument's rest depends on the element too
 
 
 class KinkWatch:
