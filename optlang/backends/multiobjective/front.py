@@ -888,6 +888,16 @@ def _sweep_once(
         X0 = _starts_between_ends(problem, o, ctx, archive, ev, budget, W, X0)
     elif restart:
         X0 = _spread_unbounded(problem, X0, ctx, restart)
+    if (
+        o.front_kink_starts
+        and problem.moving_kinks
+        and all(k.exact for k in problem.moving_kinks)
+        and _watches(problem, o)
+    ):
+        # the starts on their curved kinks: a cusp (|y − 5 cos x|^⅓) a random start's distance off them adds up
+        # to 2 to f2, so that the first non-dominated points were one corner (x = −π on OKA2), the normalization
+        # collapsed onto it and every ray followed (seed 3: HV/exact 0.40, `converged`)
+        X0 = KinkWatch(problem, X0).snapped(X0, 0.0, everything=True)[0]
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
     z: torch.Tensor | None = None
@@ -1134,6 +1144,8 @@ def _probe_positions(
         for c, j in enumerate(coords):
             Z[c * grid.size : (c + 1) * grid.size, j] = lo[j] + grid * width[j]
         X = {n: t.to(ctx.dtype).to(ctx.device) for n, t in fl.split(torch.as_tensor(Z, dtype=torch.float64)).items()}
+        if problem.moving_kinks and _watches(problem, o):  # each probe on its curved kinks (OKA2's helix)
+            X = KinkWatch(problem, X).snapped(X, 0.0, everything=True)[0]
         with torch.no_grad():
             out = ev(X)
         archive_feasible(archive, ev, out, X, o.constraint_tol)

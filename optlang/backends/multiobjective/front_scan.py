@@ -143,6 +143,9 @@ def scan_front(
         # no SLSQP retests of the scan's gaps (front.py, `front_gap_retest`): a scan's budget goes to its rays,
         # and which points a preference solve polishes stays what the preference batteries measured
         front_gap_retest=0.0,
+        # rays that start on their curved kinks (front.py): UF4's distance preference went from `converged`
+        # exact to `feasible` 2e-2 below the least and 0.07 off the front when its scan started there
+        front_kink_starts=False,
         # the ends by SLSQP and their probes (front.py): ZDT3's last piece, which no ray of the scan reached on
         # seed 4, held the answer of f1 + 2.32 f2 (a certified local one on the fourth piece was 0.53 above).
         # Off before 2026-12-05 without general constraints: then they moved which points were polished and

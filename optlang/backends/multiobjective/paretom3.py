@@ -561,6 +561,7 @@ class ParetoM3Options:
     front_explore_local: float = 0.9  # ... and this fraction, uncapped in generations, once offspring beat the mesh
     front_reray_iters: int = 30  # steps of the rays run again when offspring beat the mesh (a local front)
     front_kink_snap: float = 0.01  # ray and corrector ends try the kinks within this fraction of a step unit
+    front_kink_starts: bool = True  # rays start on their curved kinks (exact moving kinks; off in a preference's scan)
     front_gap_retest: float = 0.5  # SLSQP retests of the edges refinement found gaps (share of the budget left)
     front_finish: bool = True  # a resolved front spends the budget left on more steps along each solution's ray
     front_finish_iters: int = 20  # at most this many finishing steps per solution
