@@ -38,7 +38,8 @@ class BatchEval:
         self.joint = problem.joint.compile(ctx.device, ctx.dtype)  # the objectives in one pass
         pref = problem.preference if with_preference else None
         self.pref = pref.compile(ctx.device, ctx.dtype) if pref is not None else None
-        self.k = len(problem.objectives) + (self.pref is not None)  # the columns before the constraints'
+        self.m = len(problem.objectives)  # the objectives' columns come first
+        self.k = self.m + (self.pref is not None)  # the columns before the constraints'
         # general constraints (front mode): their values follow the objectives' columns, each flattened
         cons = problem.constraints if with_constraints else ()
         self.cons = [(c.fn.compile(ctx.device, ctx.dtype), c.sense) for c in cons]
@@ -48,7 +49,7 @@ class BatchEval:
         self.device = str(ctx.device)
         self.vmap_ok: bool | None = None
         self.count = 0
-        self.retreats = 0  # rows that front mode took back from a non-finite value (`front._Batch._retreat`)
+        self.retreats = 0  # rows taken back from a point where F is +∞ or NaN (`repaired`)
 
     def _one(self, values: dict[str, torch.Tensor]) -> torch.Tensor:
         Fs = self.joint(values)
@@ -495,6 +496,26 @@ def step_back(
                 m[k][rows] *= 0.5
     placed = torch.zeros_like(out.detach()).index_copy(0, rows, to_out.to(out.dtype))
     return torch.where(bad[:, None], placed, out)
+
+
+def repaired(
+    X: dict[str, torch.Tensor],
+    out: torch.Tensor,
+    ev: BatchEval,
+    good: tuple[dict[str, torch.Tensor], torch.Tensor] | None,
+    momenta: list[dict[str, torch.Tensor]],
+) -> torch.Tensor | None:
+    """`out` (ev's evaluation of the batch X) when its objectives are finite; else with the rows at +∞ or NaN
+    stepped back (`step_back`, counted in `ev.retreats`); None at −∞ (unbounded below: a divergence) or when
+    no row is finite to go to."""
+    F = out[:, : ev.m]
+    bad = ~torch.isfinite(F.detach()).all(1)
+    if not bool(bad.any()):
+        return out
+    if minus_infinity(F):
+        return None
+    ev.retreats += int(bad.sum())
+    return step_back(X, out, bad, good, momenta)
 
 
 def minus_infinity(t: torch.Tensor) -> bool:

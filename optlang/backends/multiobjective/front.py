@@ -56,9 +56,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from optlang.backends.base import RunContext
-from optlang.backends.multiobjective.common import minus_infinity
 from optlang.backends.multiobjective.explore import Explorer
-from optlang.backends.multiobjective.kink_snap import KinkWatch, onto_shared_moving_kinks
+from optlang.backends.multiobjective.kink_snap import KinkWatch, onto_moving_kinks
 from optlang.backends.multiobjective.metrics import (
     compare_matrices,
     directions,
@@ -279,22 +278,16 @@ class _Batch:
         self.active: torch.Tensor | None = None  # (B, c): constraints held as equalities by `_restore`
         # which elements keep crossing one of their kinks (`descend` updates it): candidates for `snap`
         self.kinks = KinkWatch(problem, self.X) if _watches(problem, o) else None
-        # the points and their evaluation (`ev`'s columns) when F was last finite everywhere (`_retreat`)
+        # the points and their evaluation (`ev`'s columns) when F was last finite everywhere (`_repaired`)
         self.good: tuple[dict[str, torch.Tensor], torch.Tensor] | None = None
 
     def evaluate(self, z: torch.Tensor, s: torch.Tensor, archive: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
         """F and the achievement at the current points (graph kept; B counted evaluations, archived);
-        rows whose F is not finite are taken back first (`_retreat`); None when no row ever was finite."""
-        # the graph holds copies of the points, so that `_retreat` can move rows of X in place
-        out = self.ev({k: t.clone() for k, t in self.X.items()})
-        bad = ~torch.isfinite(out[:, : self.m].detach()).all(1)
-        if bool(bad.any()) and minus_infinity(out[:, : self.m]):
+        rows whose F is not finite are taken back first (`_repaired`); None when no row ever was finite."""
+        # the graph holds copies of the points, so that `_repaired` can move rows of X in place
+        out = self._repaired(self.ev({k: t.clone() for k, t in self.X.items()}))
+        if out is None:
             return None
-        if bool(bad.any()):
-            fixed = self._retreat(out, bad)
-            if fixed is None:
-                return None
-            out = fixed
         self.good = ({k: t.detach().clone() for k, t in self.X.items()}, out.detach().clone())
         F = out[:, : self.m]
         ach = achievement((F - z) / s, self.W, self.o)
@@ -312,20 +305,15 @@ class _Batch:
         """The evaluation of the current points without a graph (B counted evaluations), rows whose F is not
         finite taken back as `evaluate` does; None when no row has a finite point to go to."""
         with torch.no_grad():
-            out = self.ev(self.X)
-        bad = ~torch.isfinite(out[:, : self.m]).all(1)
-        if bool(bad.any()) and minus_infinity(out[:, : self.m]):
-            return None
-        return self._retreat(out, bad) if bool(bad.any()) else out
+            return self._repaired(self.ev(self.X))
 
-    def _retreat(self, out: torch.Tensor, bad: torch.Tensor) -> torch.Tensor | None:
+    def _repaired(self, out: torch.Tensor) -> torch.Tensor | None:
         """Rows whose F is +∞ or NaN — a step onto a pole (a stress 1/x₁ at the bound x₁ = 0) or into a
-        region where the model is undefined — back to their last finite point (`common.step_back`: no
-        evaluation spent). Before, one such row ended the whole front `diverged`."""
-        from optlang.backends.multiobjective.common import step_back
+        region where the model is undefined — back to their last finite point (`common.repaired`: no
+        evaluation spent); None at −∞. Before, one such row ended the whole front `diverged`."""
+        from optlang.backends.multiobjective.common import repaired
 
-        self.ev.retreats += int(bad.sum())
-        return step_back(self.X, out, bad, self.good, [self.opt.m])
+        return repaired(self.X, out, self.ev, self.good, [self.opt.m])
 
     def grow_penalty(self) -> None:
         """Double ρ of the rows whose last point was infeasible (at most 1e6): the exact penalty holds a
@@ -897,7 +885,7 @@ def _sweep_once(
         # the starts on their curved kinks: a cusp (|y − 5 cos x|^⅓) a random start's distance off them adds up
         # to 2 to f2, so that the first non-dominated points were one corner (x = −π on OKA2), the normalization
         # collapsed onto it and every ray followed (seed 3: HV/exact 0.40, `converged`)
-        X0 = KinkWatch(problem, X0).snapped(X0, 0.0, everything=True)[0]
+        X0 = onto_moving_kinks(problem, X0)
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
     z: torch.Tensor | None = None
@@ -1145,7 +1133,7 @@ def _probe_positions(
             Z[c * grid.size : (c + 1) * grid.size, j] = lo[j] + grid * width[j]
         X = {n: t.to(ctx.dtype).to(ctx.device) for n, t in fl.split(torch.as_tensor(Z, dtype=torch.float64)).items()}
         if problem.moving_kinks and _watches(problem, o):  # each probe on its curved kinks (OKA2's helix)
-            X = KinkWatch(problem, X).snapped(X, 0.0, everything=True)[0]
+            X = onto_moving_kinks(problem, X)
         with torch.no_grad():
             out = ev(X)
         archive_feasible(archive, ev, out, X, o.constraint_tol)
@@ -1479,7 +1467,7 @@ def _refine(
         B_idx = torch.as_tensor(ib, device=ctx.device)
         Xn = {n: 0.5 * (t[A_idx] + t[B_idx]) for n, t in SX.items()}
         if _watches(problem, o):  # a midpoint of two points on a curved kink: onto the kink
-            Xn = onto_shared_moving_kinks(
+            Xn = onto_moving_kinks(
                 problem, Xn, {n: t[A_idx] for n, t in SX.items()}, {n: t[B_idx] for n, t in SX.items()}
             )
         Wn = np.maximum(0.5 * (Q[ia] + Q[ib]), 0.0)
@@ -1850,13 +1838,10 @@ def _restore(rb: _Batch, archive: Any, steps: int, held: torch.Tensor | None = N
     from optlang.backends.multiobjective.common import batched_project_, safe_grads
 
     for i in range(steps):
-        out = rb.ev({k: t.clone() for k, t in rb.X.items()})  # copies: `_retreat` moves rows of X in place
-        bad = ~torch.isfinite(out[:, : rb.m].detach()).all(1)
-        if bool(bad.any()):  # +∞ or NaN: those rows back to their last finite point (−∞: the caller's `settle`)
-            back = None if minus_infinity(out[:, : rb.m]) else rb._retreat(out, bad)
-            if back is None:
-                return None
-            out = back
+        # copies: `_repaired` moves rows at +∞ or NaN back in place (−∞: None, and the caller's `settle` says so)
+        out = rb._repaired(rb.ev({k: t.clone() for k, t in rb.X.items()}))
+        if out is None:
+            return None
         V = rb.ev.finite_violations(out.detach())
         _archive(rb, archive, out, rb.X, V)
         if i == 0:  # a constraint broken now is held as an equality: Newton on a curved boundary lands

@@ -30,6 +30,19 @@ _CREEP_REACH = 0.3  # ... and snaps from this far (the end rays' distance variab
 _NEWTON = 6  # Newton steps onto a moving kink whose argument's rest depends on the element too
 
 
+def _per_row(f: Any, *points: dict[str, torch.Tensor]) -> Any:
+    """f at each row of the batches `points` (dicts of (B, ...) tensors), stacked: vmapped, else one row at a
+    time (a function vmap cannot trace); f returns a tensor or a tuple of tensors."""
+    try:
+        return torch.func.vmap(f)(*points)
+    except Exception:
+        B = next(iter(points[0].values())).shape[0]
+        rows = [f(*({k: t[b] for k, t in p.items()} for p in points)) for b in range(B)]
+        if isinstance(rows[0], tuple):
+            return tuple(torch.stack(parts) for parts in zip(*rows, strict=True))
+        return torch.stack(rows)
+
+
 class KinkWatch:
     """Which elements of a batch (B, ...) circle or creep toward one of their kinks, and the snapped
     copies.
@@ -80,14 +93,9 @@ class KinkWatch:
         self.streak = {n: torch.zeros_like(d, dtype=torch.long) for n, d in self.diff.items()}
 
     def _moved(self, fn: Any, X: dict[str, torch.Tensor]) -> torch.Tensor:
-        """(B, size) a moving kink's argument at the batch's points (vmapped, else one by one)."""
-        values = {n: t.detach() for n, t in X.items()}
+        """(B, size) a moving kink's argument at the batch's points."""
         with torch.no_grad():
-            try:
-                return torch.func.vmap(lambda v: fn(v).reshape(-1))(values)
-            except Exception:  # a function vmap cannot trace
-                B = next(iter(values.values())).shape[0]
-                return torch.stack([fn({n: t[b] for n, t in values.items()}).reshape(-1) for b in range(B)])
+            return _per_row(lambda v: fn(v).reshape(-1), {n: t.detach() for n, t in X.items()})
 
     @staticmethod
     def _newton(
@@ -115,14 +123,7 @@ class KinkWatch:
         step = torch.full_like(start, float("inf"))
         with torch.no_grad():
             for _ in range(steps):
-                try:
-                    u, du = torch.func.vmap(value_and_slope)(values, tangent)
-                except Exception:  # a function vmap cannot trace
-                    pairs = [
-                        value_and_slope({k: t[b] for k, t in values.items()}, {k: t[b] for k, t in tangent.items()})
-                        for b in range(B)
-                    ]
-                    u, du = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
+                u, du = _per_row(value_and_slope, values, tangent)
                 u, du = u[:, pos].to(start.dtype), du[:, pos].to(start.dtype)
                 step = torch.where(du.abs() > 1e-12, u / du, torch.full_like(u, float("nan")))
                 flat = values[name].reshape(B, -1)
@@ -239,18 +240,23 @@ class KinkWatch:
 _SHARED = 1e-5  # an end is on a moving kink within this fraction of its step unit
 
 
-def onto_shared_moving_kinks(
-    problem: MultiObjectiveProblem, X: dict[str, torch.Tensor], A: dict[str, torch.Tensor], B: dict[str, torch.Tensor]
+def onto_moving_kinks(
+    problem: MultiObjectiveProblem,
+    X: dict[str, torch.Tensor],
+    A: dict[str, torch.Tensor] | None = None,
+    B: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Midpoints X of the points A and B with each element moved onto a moving kink that both A and B lie
-    on. The midpoint of two points of a curved kink (y = 5 cos x) is off it, where a cusp (|·|^⅓) makes it
-    far from the front; the kink at the midpoint's other coordinates is the predictor instead."""
+    """X with each element moved onto its moving kink (an element's first; where the kink is in its box), no
+    evaluation. With A and B (X the midpoints of A and B) only onto a kink that both A and B lie on: the
+    midpoint of two points of a curved kink (y = 5 cos x) is off it, where a cusp (|·|^⅓) makes it far from the
+    front, and the kink at the midpoint's other coordinates is the predictor instead."""
     if not problem.moving_kinks:
         return X
     watch = KinkWatch(problem, X)
     if not watch.moving:
         return X
-    dx, da, db = watch._diffs(X), watch._diffs(A), watch._diffs(B)
+    dx = watch._diffs(X)
+    da, db = (watch._diffs(A), watch._diffs(B)) if A is not None and B is not None else (None, None)
     out = {n: t.detach().clone() for n, t in X.items()}
     for n, (idx, _, unit) in watch.cols.items():
         if n not in watch.moving:
@@ -260,8 +266,9 @@ def onto_shared_moving_kinks(
         done = torch.zeros_like(flat, dtype=torch.bool)
         for c in range(idx.numel(), elements.numel()):  # the moving columns
             e = int(elements[c])
-            on = (da[n][:, c].abs() <= _SHARED * unit) & (db[n][:, c].abs() <= _SHARED * unit)
-            on &= torch.isfinite(dx[n][:, c]) & ~done[:, e]
+            on = torch.isfinite(dx[n][:, c]) & ~done[:, e]
+            if da is not None and db is not None:
+                on &= (da[n][:, c].abs() <= _SHARED * unit) & (db[n][:, c].abs() <= _SHARED * unit)
             flat[:, e] = torch.where(on, flat[:, e] - dx[n][:, c], flat[:, e])
             done[:, e] |= on
     return out

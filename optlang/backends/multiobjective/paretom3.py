@@ -224,15 +224,12 @@ class _M3Step(Step):
                     for n in Y:
                         Y[n].copy_(_where_rows(behind, X[n].detach(), Y[n].detach()))
         self.outy = self.loop.evy({n: v.clone() for n, v in Y.items()})
-        bad = ~(_finite_rows(self.outx[:, :m]) & _finite_rows(self.pref(self.outx.detach())[:, None]))
-        bad |= ~_finite_rows(self.outy[:, :m])
+        bad = self._bad(self.outx, self.outy)
         if bool(bad.any()) and (minus_infinity(self.outx) or minus_infinity(self.outy) or not self._retreat(bad)):
             return diverged()  # −∞ is unbounded below: a divergence, not a point where the model is undefined
         self.fx = self.outx[:, :m].detach()
         self.fy = self.outy[:, :m].detach()
         self.phi_vals = self.pref(self.outx.detach())
-        if not (finite_t(self.fx) and finite_t(self.fy) and finite_t(self.phi_vals)):
-            return diverged()
         self.last_good = _copy(X), _copy(Y)
         self.good_out = self.outx.detach().clone(), self.outy.detach().clone()
         return None
@@ -242,14 +239,16 @@ class _M3Step(Step):
         finite x and y (2B counted evaluations)."""
         assert self.loop.evx is not None
         with torch.no_grad():
-            ox, oy = self.loop.evx(self.X), self.loop.evy(self.Y)
-            bad = ~(
-                _finite_rows(ox[:, : self.m]) & _finite_rows(self.pref(ox)[:, None]) & _finite_rows(oy[:, : self.m])
-            )
+            bad = self._bad(self.loop.evx(self.X), self.loop.evy(self.Y))
             if bool(bad.any()):
                 for n in self.X:
                     self.X[n][bad] = self.last_good[0][n][bad].to(self.X[n].dtype)
                     self.Y[n][bad] = self.last_good[1][n][bad].to(self.Y[n].dtype)
+
+    def _bad(self, outx: torch.Tensor, outy: torch.Tensor) -> torch.Tensor:
+        """(B,) the instances where F or φ at x, or F at y, is not finite."""
+        fin = torch.isfinite(outx[:, : self.m].detach()).all(1) & torch.isfinite(outy[:, : self.m].detach()).all(1)
+        return ~(fin & torch.isfinite(self.pref(outx.detach())))
 
     def _retreat(self, bad: torch.Tensor) -> bool:
         """Instances whose F or φ at x or F at y is +∞ or NaN — a step onto a pole or into a region where
@@ -459,17 +458,8 @@ def _scatter(mask: torch.Tensor, sel: torch.Tensor, sub: torch.Tensor, full: tor
     return out
 
 
-def _finite_rows(t: torch.Tensor) -> torch.Tensor:
-    """(B,) whether every entry of each row of the (B, k) tensor t is finite."""
-    return torch.isfinite(t.detach()).all(1)
-
-
 def _copy(X: dict[str, torch.Tensor], grad: bool = False) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone().requires_grad_(grad) for k, v in X.items()}
-
-
-def finite_t(t: torch.Tensor) -> bool:
-    return bool(torch.isfinite(t).all())
 
 
 # ----------------------------------------------------------------------------- merit by inner maximization

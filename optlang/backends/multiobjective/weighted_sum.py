@@ -32,9 +32,9 @@ from optlang.backends.multiobjective.common import (
     front_info,
     front_rule,
     hv_reference,
-    minus_infinity,
     no_feasible_point,
     refuse_multiobjective,
+    repaired,
     safe_grads,
     step_back,
     variable_scale,
@@ -121,15 +121,13 @@ class WeightedSum(Backend):
             if ctx.should_stop():
                 status = ctx.stop_status(Status.TIME_LIMIT)
                 break
-            out = ev({n: t.clone() for n, t in X.items()})  # copies: `step_back` moves rows of X in place
-            bad = ~torch.isfinite(out[:, :m].detach()).all(1)
-            if bool(bad.any()):  # +∞ or NaN (a pole, where the model is undefined): back to the last finite point
-                back = None if minus_infinity(out[:, :m]) else step_back(X, out, bad, good, [opt.m])
-                if back is None:  # −∞ (unbounded below), or no finite point at all
-                    status = Status.DIVERGED
-                    X = {n: t.clone() for n, t in last.items()}
-                    break
-                out = back
+            # copies: `repaired` moves rows at +∞ or NaN (a pole, where the model is undefined) back in place
+            back = repaired(X, ev({n: t.clone() for n, t in X.items()}), ev, good, [opt.m])
+            if back is None:  # −∞ (unbounded below), or no finite point at all
+                status = Status.DIVERGED
+                X = {n: t.clone() for n, t in last.items()}
+                break
+            out = back
             F = out[:, :m]
             last = {n: t.detach().clone() for n, t in X.items()}
             good = last, out.detach().clone()
