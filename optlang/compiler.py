@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from optlang.analysis import Form, VarInfo
 from optlang.errors import KindError, ModelError, ModelErrors, OptlangError
 from optlang.ir.atoms import ATOMS, ising_atoms
-from optlang.ir.evaluate import cvxpy_ok, sample_size, torch_function, torch_functions
+from optlang.ir.evaluate import constraint_size, cvxpy_ok, sample_size, torch_function, torch_functions
 from optlang.ir.kinks import coordinate_kinks, moving_kinks
 from optlang.ir.model import ConstraintDecl, ModelIR, Objective
 from optlang.ir.nodes import Const, Node, Op, Var
@@ -402,7 +402,7 @@ def _general(ir: ModelIR) -> list[ConstraintDecl]:
 def _general_constraints(ir: ModelIR) -> tuple[Constraint, ...]:
     """The `<=` / `==` constraints (not `argmin`) as torch functions of the variables."""
     return tuple(
-        Constraint(torch_function(c.expr), c.sense, c.text)  # type: ignore[arg-type]  # sense: <= or == here
+        Constraint(torch_function(c.expr), c.sense, c.text, constraint_size(c.expr))  # type: ignore[arg-type]
         for c in _general(ir)
     )
 
@@ -493,7 +493,12 @@ def _cp_multiply(scale: np.ndarray, x: Any) -> Any:
 
 
 def _constraints_in_units(cons: tuple[Constraint, ...], maps: UnitMaps) -> tuple[Constraint, ...]:
-    return tuple(Constraint(_in_units(c.fn, maps), c.sense, c.text) for c in cons) if maps else cons
+    if not maps:
+        return cons
+    return tuple(
+        Constraint(_in_units(c.fn, maps), c.sense, c.text, _in_units(c.size, maps) if c.size is not None else None)
+        for c in cons
+    )
 
 
 def _kinks_in_units(kinks: Any, maps: UnitMaps) -> list[Any]:

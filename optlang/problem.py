@@ -270,6 +270,8 @@ class Constraint:
     fn: TorchFunction
     sense: Literal["<=", "=="]
     text: str = ""
+    # |a| + |b| of the constraint `a <= b` (elementwise): the size a feasibility tolerance is relative to
+    size: TorchFunction | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,28 @@ def torch_function(node: Node, per_sample: bool = False) -> TorchFunction:
     )
 
 
+def constraint_size(node: Node) -> TorchFunction | None:
+    """|a| + |b| (elementwise) of a constraint lowered to `a - b` (its `sub` Op), evaluated in one pass: the
+    size of the constraint's two sides at a point, to which a feasibility tolerance is relative (a stress
+    limit of 13 600 psi is not met to 1e-6 psi by float32 arithmetic); None for another shape of node."""
+    if not (isinstance(node, Op) and node.atom == "sub" and len(node.args) == 2):
+        return None
+    a, b = node.args
+
+    def build(device: Any, dtype: Any) -> Callable[..., Any]:
+        import torch
+
+        roots = _closures([a, b], device, dtype)
+
+        def size(values: Any, batch: Any = None) -> Any:
+            va, vb = roots(values, batch)
+            return torch.abs(va) + torch.abs(vb)
+
+        return size
+
+    return TorchFunction(build, n_samples=sample_size(node), source=lambda: f"|{to_text(a)}| + |{to_text(b)}|")
+
+
 def torch_functions(nodes: list[Node]) -> TorchFunction:
     """The scalar expressions `nodes` as one TorchFunction whose value is the list of their 0-d values,
     evaluated in one pass: what they share (the `let`s of a model's objectives) is computed once per

@@ -886,6 +886,14 @@ def _sweep_once(
         # to 2 to f2, so that the first non-dominated points were one corner (x = −π on OKA2), the normalization
         # collapsed onto it and every ray followed (seed 3: HV/exact 0.40, `converged`)
         X0 = onto_moving_kinks(problem, X0)
+    first: torch.Tensor | None = None  # the evaluation of X0, when done already
+    if ev.constrained and restart == 0:
+        room = int(_FEASIBLE_SHARE * budget) if budget < 10**12 else 10**12
+        most = int(o.front_stage0 * budget) if budget < 10**12 else 10**12
+        before = ev.count
+        X0, first = _feasible_starts(problem, o, ctx, archive, ev, X0, room, most)
+        if first is None and budget < 10**12:  # the phase ran: its evaluations come out of stage 0's share
+            iters0 = max(1, min(iters0, (int(o.front_stage0 * budget) - (ev.count - before)) // K))
     batch = _Batch(problem, ev, X0, W, o, ctx, o.front_lr)
     stopped = "limit"
     z: torch.Tensor | None = None
@@ -901,7 +909,7 @@ def _sweep_once(
             break
         if z is None or s is None:  # set together, on the first iteration
             with torch.no_grad():
-                out0 = ev(batch.X)
+                out0 = first if first is not None else ev(batch.X)
             z, s = _normalization(archive, out0[:, :m], None, ctx, _archive(batch, archive, out0, batch.X))
         res = batch.step(z, s, cosine(k, iters0, o.lr_final), archive)
         if res is None:
@@ -974,6 +982,99 @@ def _sweep_once(
     run = _refine(problem, o, ctx, archive, ev, SF, SX, z, s, K, k, stage0, stopped, budget, rho0=rho)
     run.exchanged = exchanged
     return run
+
+
+_FEASIBLE_SHARE = 0.25  # the feasibility phase takes at most this share of front_evals
+_FEASIBLE_ITERS = 200  # ... and at most this many steps
+
+
+def _feasible_starts(
+    problem: MultiObjectiveProblem,
+    o: Any,
+    ctx: RunContext,
+    archive: Any,
+    ev: Any,
+    X0: dict[str, torch.Tensor],
+    room: int,
+    most: int,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+    """Stage 0's starts of a constrained model none of whose random starts keeps its inequalities (no start
+    keeps an equality; stage 0's feasibility steps bring its rays onto them): the starts descend the sum of
+    their scaled violations of the inequalities alone by Rprop (iRprop⁻: each coordinate's step grows ×1.2
+    while its gradient keeps its sign and halves when it flips; the first step `front_lr` of the variable's
+    unit), one counted evaluation per row and step, fully feasible points archived, each row stopping once
+    inside its inequalities, until all are or `room` evaluations (or 200 steps) are spent — `most` while
+    none is (stage 0 with no feasible start ends the front in an error); the rows still outside then start
+    from the others' points in turn. Returns (the starts, their evaluation when they are the random starts
+    themselves, else None). The rays' exact penalty descends the violations and the achievement at once
+    with Adam at one rate: where the feasible set is a narrow well of every distance variable (MW1: 14
+    variables each within ~0.005 of its centre, the wells' walls steep and the plateau between them flat),
+    60 such steps — or 100 of Adam on the violations alone — found no feasible point, and the front ended
+    in an error with a third of its budget unspent. Rprop's steps follow only the gradient's signs, so a
+    steep wall does not freeze the other coordinates, and a coordinate that crosses its well halves its
+    step until it stays in it."""
+    from optlang.backends.multiobjective.common import (
+        archive_feasible,
+        batched_project_,
+        nan_to_zero,
+        safe_grads,
+        variable_scale,
+    )
+
+    X = {k: v.detach().clone() for k, v in X0.items()}
+    B = next(iter(X.values())).shape[0]
+    with torch.no_grad():
+        out = ev(X)
+    V = ev.finite_violations(out)
+    assert ev.eq is not None
+    ineq = ~ev.eq  # (no start keeps an equality: stage 0's feasibility steps bring its rays onto them)
+
+    def inside(V: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        return (V <= ev.limits(out, o.constraint_tol).to(V.dtype))[:, ineq].all(1)
+
+    done = inside(V, out)
+    if bool(done.any()) or not bool(ineq.any()):
+        return X0, out  # (not archived here: stage 0 archives this first evaluation)
+    step = {
+        v.name: torch.full_like(X[v.name], o.front_lr * _step_unit(v, X[v.name], variable_scale))
+        for v in problem.variables
+    }
+    top = {n: 50 * t for n, t in step.items()}
+    sign = {n: torch.zeros_like(t) for n, t in X.items()}
+    spent = B
+    for _ in range(_FEASIBLE_ITERS):
+        rows = torch.nonzero(~done).flatten()
+        cap = room if bool(done.any()) else most  # without a feasible point the rays would only end in an error
+        if rows.numel() == 0 or spent + rows.numel() > cap or ctx.should_stop():
+            break
+        Xr = {n: t[rows].clone().requires_grad_(True) for n, t in X.items()}
+        out = ev(Xr)
+        spent += int(rows.numel())
+        V = ev.finite_violations(out)
+        archive_feasible(archive, ev, out, Xr, o.constraint_tol, V.detach())
+        ok = inside(V.detach(), out)
+        done[rows[ok]] = True
+        g, _ = safe_grads(V[:, ineq].sum(), Xr)
+        live = rows[~ok]
+        with torch.no_grad():
+            for n, t in X.items():
+                sg = torch.sign(nan_to_zero(g[n][~ok]))
+                prev = sign[n][live]
+                st = step[n][live]
+                st = torch.where(
+                    sg * prev > 0, torch.minimum(1.2 * st, top[n][live]), torch.where(sg * prev < 0, 0.5 * st, st)
+                )
+                sg = torch.where(sg * prev < 0, torch.zeros_like(sg), sg)  # iRprop⁻: no step after a flip
+                step[n][live], sign[n][live] = st, sg
+                t[live] = t[live] - st * sg
+            batched_project_(problem.variables, X)
+    if bool(done.any()) and not bool(done.all()):  # the others start from the feasible ones' points, in turn
+        src = torch.nonzero(done).flatten()
+        dst = torch.nonzero(~done).flatten()
+        pick = src[torch.arange(dst.numel(), device=src.device) % src.numel()]
+        for t in X.values():
+            t[dst] = t[pick]
+    return X, None
 
 
 def _collapsed(archive: Any) -> bool:
@@ -1846,9 +1947,9 @@ def _restore(rb: _Batch, archive: Any, steps: int, held: torch.Tensor | None = N
         _archive(rb, archive, out, rb.X, V)
         if i == 0:  # a constraint broken now is held as an equality: Newton on a curved boundary lands
             # beside it on the feasible side ((1 − r)²/2r off a circle of radius 1 from radius r), not on it
-            broken = V > rb.o.constraint_tol
+            broken = V > rb.ev.limits(out, rb.o.constraint_tol).to(V.dtype)
             held = broken if held is None else held | broken
-        r = rb.ev.residuals(out, 0.5 * rb.o.constraint_tol, held)
+        r = rb.ev.residuals(out, 0.5 * rb.ev.limits(out, rb.o.constraint_tol), held)
         r = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
         on = ~rb.feasible | (r.abs().amax(1) > rb.o.constraint_tol)  # rows to move: broken, or off a held boundary
         if not bool(on.any()):
