@@ -133,3 +133,39 @@ def test_the_feasibility_phase_leaves_equalities_and_feasible_starts_alone() -> 
     X, first = _feasible_starts(problem, o, ctx, archive, ev, X0, 10**6, 10**6)
     assert first is None and bool((X["x"].sum(1) >= 1.9 - 1e-5).all())
     assert archive.front()[0].shape[0] >= 1
+
+
+def test_a_point_the_solve_calls_feasible_passes_the_results_check_fuzz() -> None:
+    """Random constraints of sizes 1e-3 … 1e5 (a scaled quadratic against a constant, either way round, or an
+    equality), a first batch far from the points checked: every point `BatchEval.feasible` admits (float64)
+    passes `verify.constraint_check`, and every point 1e-3 of the size outside is refused by both."""
+    import torch
+
+    from optlang.backends.base import RunContext
+
+    rng = np.random.default_rng(7)
+    ctx = RunContext(device="cpu", dtype="float64")
+    for _ in range(40):
+        k = float(10.0 ** rng.uniform(-3, 5))
+        c = float(rng.uniform(0.2, 2.0))
+        sense = rng.choice(["<=", ">=", "=="])
+        lhs, rhs = (f"{k!r} * sumsq(x)", f"{k * c!r}") if rng.random() < 0.5 else (f"{k * c!r}", f"{k!r} * sumsq(x)")
+        text = "var x[2] in [-10, 10]\nminimize {\n  f1: x[0]\n  f2: x[1]\n}\n"
+        text += f"subject to {{\n  {lhs} {sense} {rhs}\n}}\n"
+        model = optlang.parse(text)
+        ev = BatchEval(model.compiled.problem, ctx, with_preference=False, with_constraints=True)
+        ev.violations(ev({"x": torch.tensor([[10.0, 10.0], [-10.0, 3.0]], dtype=torch.float64)}))  # the scale
+        (decl,) = model.ir.constraints
+        for rel in (0.0, 1e-9, 5e-7, 1e-3, -1e-3):  # a point on the boundary, then moved in or out by rel · size
+            r = np.sqrt(c * (1 + rel))
+            th = rng.uniform(0, 2 * np.pi)
+            x = np.array([r * np.cos(th), r * np.sin(th)])
+            ok = bool(ev.feasible(ev({"x": torch.tensor(x[None], dtype=torch.float64)}), 1e-6)[0])
+            passed = constraint_check(decl, {"x": x}).passed
+            if ok:
+                assert passed, (text, rel)
+            if abs(rel) == 1e-3 and (sense == "==" or (rel > 0) == ((sense == "<=") == lhs.startswith(f"{k!r} *"))):
+                if k * c >= 1e-2:  # outside by k c 1e-3 ≥ 1e-5: more than 1e-6 of either scale
+                    assert not ok, (text, rel)
+                if k * c >= 1:  # ... and at least 3.3e-4 of 1 + |a| + |b|
+                    assert not passed, (text, rel)
