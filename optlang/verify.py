@@ -15,7 +15,7 @@ import numpy as np
 from optlang import guard
 from optlang.backends.base import RawSolution, RunContext
 from optlang.compiler import Compiled
-from optlang.ir.evaluate import evaluate_np
+from optlang.ir.evaluate import constraint_sides, evaluate_np
 from optlang.planner import Plan
 from optlang.problem import DROProblem, IsingProblem
 from optlang.result import OPTIMAL_GAP_TOL, Check, HistoryRow, Result, Status, consistent_status
@@ -264,12 +264,11 @@ def _constraint_size(expr: Any, values: dict[str, Any]) -> np.ndarray:
     """|a| + |b| at `values` of a constraint lowered to `a - b` (0 for another shape of expression): the
     check's tolerance is relative to it, as a stress limit of 13 600 psi that float32 arithmetic resolves
     to ~1e-3 psi, while a constraint of size 1 is checked to 1e-4 as before."""
-    from optlang.ir.nodes import Op
-
-    if isinstance(expr, Op) and expr.atom == "sub" and len(expr.args) == 2:
-        a, b = (np.abs(np.asarray(evaluate_np(x, values), dtype=np.float64)) for x in expr.args)
-        return np.broadcast_to(a + b, np.broadcast_shapes(a.shape, b.shape))
-    return np.zeros(())
+    sides = constraint_sides(expr)
+    if sides is None:
+        return np.zeros(())
+    a, b = (np.abs(np.asarray(evaluate_np(x, values), dtype=np.float64)) for x in sides)
+    return np.broadcast_to(a + b, np.broadcast_shapes(a.shape, b.shape))
 
 
 def _front_point_to_user(point: dict[str, Any], compiled: Compiled) -> dict[str, Any]:

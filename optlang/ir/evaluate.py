@@ -44,13 +44,21 @@ def torch_function(node: Node, per_sample: bool = False) -> TorchFunction:
     )
 
 
+def constraint_sides(node: Node) -> tuple[Node, Node] | None:
+    """(a, b) of a constraint lowered to `a - b` (its `sub` Op), None for another shape of node."""
+    if isinstance(node, Op) and node.atom == "sub" and len(node.args) == 2:
+        return node.args[0], node.args[1]
+    return None
+
+
 def constraint_size(node: Node) -> TorchFunction | None:
-    """|a| + |b| (elementwise) of a constraint lowered to `a - b` (its `sub` Op), evaluated in one pass: the
-    size of the constraint's two sides at a point, to which a feasibility tolerance is relative (a stress
+    """|a| + |b| (elementwise) of a constraint lowered to `a - b` (`constraint_sides`), evaluated in one pass:
+    the size of the constraint's two sides at a point, to which a feasibility tolerance is relative (a stress
     limit of 13 600 psi is not met to 1e-6 psi by float32 arithmetic); None for another shape of node."""
-    if not (isinstance(node, Op) and node.atom == "sub" and len(node.args) == 2):
+    sides = constraint_sides(node)
+    if sides is None:
         return None
-    a, b = node.args
+    a, b = sides
 
     def build(device: Any, dtype: Any) -> Callable[..., Any]:
         import torch

@@ -110,13 +110,14 @@ class BatchEval:
         S = out[:, self.k + self.c :].detach()
         return tol * torch.clamp((1.0 + S) / self.scale.to(S.dtype), max=1.0)
 
-    def feasible(self, out: torch.Tensor, tol: float, V: torch.Tensor | None = None) -> torch.Tensor:
-        """(B,) the rows of `out` within `limits` in every constraint column (`V`: their `finite_violations`,
-        when already computed)."""
+    def feasible(
+        self, out: torch.Tensor, tol: float, V: torch.Tensor | None = None, columns: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(B,) the rows of `out` within `limits` in every constraint column, or in the `columns` (a (c,) mask)
+        only (`V`: their `finite_violations`, when already computed)."""
         V = self.finite_violations(out.detach()) if V is None else V
-        if V.shape[1] == 0:
-            return torch.ones(V.shape[0], dtype=torch.bool, device=V.device)
-        return (V <= self.limits(out, tol).to(V.dtype)).all(1)
+        within = V <= self.limits(out, tol).to(V.dtype)
+        return (within if columns is None else within[:, columns]).all(1)
 
     def finite_violations(self, out: torch.Tensor) -> torch.Tensor:
         """`violations`, a non-finite one counted as far outside (1e6): a penalty's terms, and never feasible."""

@@ -1029,10 +1029,7 @@ def _feasible_starts(
     assert ev.eq is not None
     ineq = ~ev.eq  # (no start keeps an equality: stage 0's feasibility steps bring its rays onto them)
 
-    def inside(V: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        return (V <= ev.limits(out, o.constraint_tol).to(V.dtype))[:, ineq].all(1)
-
-    done = inside(V, out)
+    done = ev.feasible(out, o.constraint_tol, V, ineq)
     if bool(done.any()) or not bool(ineq.any()):
         return X0, out  # (not archived here: stage 0 archives this first evaluation)
     step = {
@@ -1052,7 +1049,7 @@ def _feasible_starts(
         spent += int(rows.numel())
         V = ev.finite_violations(out)
         archive_feasible(archive, ev, out, Xr, o.constraint_tol, V.detach())
-        ok = inside(V.detach(), out)
+        ok = ev.feasible(out, o.constraint_tol, V.detach(), ineq)
         done[rows[ok]] = True
         g, _ = safe_grads(V[:, ineq].sum(), Xr)
         live = rows[~ok]
@@ -1945,11 +1942,12 @@ def _restore(rb: _Batch, archive: Any, steps: int, held: torch.Tensor | None = N
             return None
         V = rb.ev.finite_violations(out.detach())
         _archive(rb, archive, out, rb.X, V)
+        limits = rb.ev.limits(out, rb.o.constraint_tol).to(V.dtype)
         if i == 0:  # a constraint broken now is held as an equality: Newton on a curved boundary lands
             # beside it on the feasible side ((1 − r)²/2r off a circle of radius 1 from radius r), not on it
-            broken = V > rb.ev.limits(out, rb.o.constraint_tol).to(V.dtype)
+            broken = V > limits
             held = broken if held is None else held | broken
-        r = rb.ev.residuals(out, 0.5 * rb.ev.limits(out, rb.o.constraint_tol), held)
+        r = rb.ev.residuals(out, 0.5 * limits, held)
         r = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
         on = ~rb.feasible | (r.abs().amax(1) > rb.o.constraint_tol)  # rows to move: broken, or off a held boundary
         if not bool(on.any()):
